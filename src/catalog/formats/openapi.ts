@@ -1,0 +1,257 @@
+import { TerrariumError } from "../../core/errors.js";
+import { escapeToken } from "../../core/json-pointer.js";
+import { effectFromHttp } from "../effect.js";
+import { closeArgumentObject, isPlainObject, toJsonSchema2020 } from "../json-schema.js";
+import { resolveLocalRefs } from "../refs.js";
+import type { HttpBinding, JsonObjectSchema, JsonSchema, Tool, ToolEffect, ToolOrigin } from "../tool.js";
+import { TOOL_EFFECTS } from "../tool.js";
+
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
+/** Headers OpenAPI says are described elsewhere; they are not tool arguments. */
+const IGNORED_HEADERS = new Set(["accept", "content-type", "authorization"]);
+
+/** Extension keys terrarium writes into exported OpenAPI so nothing is lost on the way back. */
+export const EXT = {
+  effect: "x-terrarium-effect",
+  origin: "x-terrarium-origin",
+  errorSchema: "x-terrarium-error",
+  unspecified: "x-terrarium-unspecified",
+  meta: "x-terrarium",
+} as const;
+
+export function isOpenApiDocument(document: unknown): boolean {
+  return isPlainObject(document) && ("openapi" in document || "swagger" in document);
+}
+
+/** Reads every operation of an OpenAPI 3.0 or 3.1 document (JSON already parsed) as a tool. */
+export function toolsFromOpenApi(document: unknown, file?: string): Tool[] {
+  const fail = (message: string, pointer = "") =>
+    new TerrariumError("INVALID_OPENAPI", message, { where: { file, pointer } });
+  if (!isPlainObject(document)) throw fail("an OpenAPI document must be an object");
+  if ("swagger" in document) {
+    throw fail(`Swagger ${String(document.swagger)} is not supported; convert it to OpenAPI 3 first`, "/swagger");
+  }
+  const version = document.openapi;
+  if (typeof version !== "string" || !/^3\.[01]\.\d+/.test(version)) {
+    throw fail(`unsupported "openapi" version ${JSON.stringify(version)}; expected 3.0.x or 3.1.x`, "/openapi");
+  }
+  const is30 = version.startsWith("3.0");
+  const paths = document.paths ?? {};
+  if (!isPlainObject(paths)) throw fail('"paths" must be an object', "/paths");
+  if (Object.keys(paths).length === 0 && !isPlainObject(document.webhooks)) {
+    throw fail('the document has no operations ("paths" is empty)', "/paths");
+  }
+  const servers = Array.isArray(document.servers)
+    ? document.servers.flatMap((server) =>
+        isPlainObject(server) && typeof server.url === "string" ? [server.url] : [],
+      )
+    : [];
+
+  const tools: Tool[] = [];
+  const seen = new Map<string, string>();
+  for (const [path, rawItem] of Object.entries(paths)) {
+    const itemPointer = `/paths/${escapeToken(path)}`;
+    if (!path.startsWith("/")) throw fail(`path "${path}" must start with "/"`, itemPointer);
+    if (!isPlainObject(rawItem)) throw fail(`path item "${path}" must be an object`, itemPointer);
+    const item = resolveLocalRefs(document, rawItem, { file, basePointer: itemPointer }) as Record<string, unknown>;
+    for (const method of METHODS) {
+      const operation = item[method];
+      if (operation === undefined) continue;
+      const pointer = `${itemPointer}/${method}`;
+      if (!isPlainObject(operation)) throw fail(`operation ${method.toUpperCase()} ${path} must be an object`, pointer);
+      const tool = operationToTool({ path, method, operation, pathItem: item, is30, servers, file, pointer, fail });
+      const previous = seen.get(tool.name);
+      if (previous) {
+        throw new TerrariumError(
+          "DUPLICATE_TOOL",
+          `operationId "${tool.name}" is used twice (also at ${previous}); tool names must be unique`,
+          { where: { file, pointer } },
+        );
+      }
+      seen.set(tool.name, pointer);
+      tools.push(tool);
+    }
+  }
+  return tools;
+}
+
+interface OperationInput {
+  path: string;
+  method: string;
+  operation: Record<string, unknown>;
+  pathItem: Record<string, unknown>;
+  is30: boolean;
+  servers: string[];
+  file: string | undefined;
+  pointer: string;
+  fail: (message: string, pointer?: string) => TerrariumError;
+}
+
+function operationToTool(input: OperationInput): Tool {
+  const { path, method, operation, pathItem, is30, file, pointer, fail } = input;
+  const convert = (schema: unknown): JsonSchema => (is30 ? toJsonSchema2020(schema as JsonSchema) : (schema as JsonSchema));
+  const name = typeof operation.operationId === "string" && operation.operationId ? operation.operationId : derivedName(method, path);
+
+  // Parameters: path-level ones apply unless the operation redefines the same name and location.
+  const parameters = new Map<string, Record<string, unknown>>();
+  for (const [list, listPointer] of [
+    [pathItem.parameters, `${pointer.slice(0, pointer.lastIndexOf("/"))}/parameters`],
+    [operation.parameters, `${pointer}/parameters`],
+  ] as const) {
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw fail('"parameters" must be an array', listPointer);
+    list.forEach((parameter, index) => {
+      if (!isPlainObject(parameter) || typeof parameter.name !== "string" || typeof parameter.in !== "string") {
+        throw fail('each parameter needs a string "name" and "in"', `${listPointer}/${index}`);
+      }
+      if (!["path", "query", "header", "cookie"].includes(parameter.in)) {
+        throw fail(`parameter "${parameter.name}" has an invalid "in": "${parameter.in}"`, `${listPointer}/${index}/in`);
+      }
+      parameters.set(`${parameter.in}:${parameter.name}`, parameter);
+    });
+  }
+
+  const properties: Record<string, JsonSchema> = {};
+  const required: string[] = [];
+  const binding: HttpBinding = { method: method.toUpperCase(), path, parameters: [], body: "none" };
+  if (input.servers.length > 0) binding.servers = input.servers;
+  for (const parameter of parameters.values()) {
+    const where = parameter.in as HttpBinding["parameters"][number]["in"];
+    const paramName = parameter.name as string;
+    if (where === "header" && IGNORED_HEADERS.has(paramName.toLowerCase())) continue;
+    let schema = convert(parameter.schema ?? contentSchema(parameter.content) ?? {});
+    if (typeof parameter.description === "string" && isPlainObject(schema) && !("description" in schema)) {
+      schema = { ...schema, description: parameter.description };
+    }
+    if (parameter.deprecated === true && isPlainObject(schema)) schema = { ...schema, deprecated: true };
+    properties[paramName] = schema;
+    if (parameter.required === true || where === "path") required.push(paramName);
+    binding.parameters.push({ name: paramName, in: where });
+  }
+
+  let inputSchema: JsonObjectSchema;
+  const body = operation.requestBody;
+  const bodyContent = isPlainObject(body) ? pickJsonContent(body.content) : undefined;
+  if (bodyContent) {
+    binding.contentType = bodyContent.type;
+    const bodySchema = convert(bodyContent.schema ?? {});
+    const bodyRequired = isPlainObject(body) && body.required === true;
+    const bodyIsObject = isPlainObject(bodySchema) && (bodySchema.type === "object" || isPlainObject(bodySchema.properties));
+    if (binding.parameters.length === 0 && bodyIsObject) {
+      // The common RPC shape (and Gecko's): the body is the argument object.
+      inputSchema = bodySchema as JsonObjectSchema;
+      binding.body = "merged";
+    } else if (bodyIsObject && !hasComposition(bodySchema) && !overlaps(bodySchema, properties)) {
+      const bodyProps = (isPlainObject(bodySchema.properties) ? bodySchema.properties : {}) as Record<string, JsonSchema>;
+      Object.assign(properties, bodyProps);
+      if (Array.isArray(bodySchema.required)) required.push(...(bodySchema.required as string[]));
+      binding.body = "merged";
+      inputSchema = objectSchema(properties, required);
+    } else {
+      const argument = properties.body === undefined ? "body" : "requestBody";
+      properties[argument] = bodySchema;
+      if (bodyRequired) required.push(argument);
+      binding.body = "argument";
+      binding.bodyArgument = argument;
+      inputSchema = objectSchema(properties, required);
+    }
+  } else {
+    inputSchema = objectSchema(properties, required);
+  }
+
+  const extensionOrigin = operation[EXT.origin];
+  // A document terrarium exported carries the tool's first origin; keep it rather than this file's.
+  let origin: ToolOrigin = { format: "openapi", ...(file ? { file } : {}), pointer, http: binding };
+  let effectSource: Tool["effectSource"] | undefined;
+  if (isPlainObject(extensionOrigin)) {
+    const { effectSource: recorded, ...rest } = extensionOrigin;
+    origin = rest as unknown as ToolOrigin;
+    if (recorded === "declared" || recorded === "inferred") effectSource = recorded;
+  }
+
+  const declared = operation[EXT.effect];
+  if (declared !== undefined && !TOOL_EFFECTS.includes(declared as ToolEffect)) {
+    throw fail(`${EXT.effect} must be one of ${TOOL_EFFECTS.join(", ")}`, `${pointer}/${EXT.effect}`);
+  }
+  const tool: Tool = {
+    name,
+    description:
+      typeof operation.description === "string" ? operation.description : (stringOr(operation.summary) ?? ""),
+    inputSchema: closeArgumentObject(inputSchema),
+    effect: (declared as ToolEffect | undefined) ?? effectFromHttp(method, name),
+    effectSource: effectSource ?? (declared === undefined ? "inferred" : "declared"),
+    origin,
+  };
+  const summary = stringOr(operation.summary);
+  if (summary && summary !== tool.description) tool.title = summary;
+  const output = successSchema(operation.responses, convert);
+  if (output !== undefined) tool.outputSchema = output;
+  return tool;
+}
+
+/** The schema of the 200 (else first 2xx) response; Gecko-shaped success/error unions give the success branch. */
+function successSchema(responses: unknown, convert: (schema: unknown) => JsonSchema): JsonSchema | undefined {
+  if (!isPlainObject(responses)) return undefined;
+  const code = ["200", "201", "202", "2XX", ...Object.keys(responses).filter((key) => /^2\d\d$/.test(key))].find(
+    (key) => isPlainObject(responses[key]),
+  );
+  if (!code) return undefined;
+  const response = responses[code] as Record<string, unknown>;
+  const content = pickJsonContent(response.content);
+  if (!content || content.schema === undefined) return undefined;
+  const schema = convert(content.schema);
+  if (isPlainObject(schema) && Array.isArray(schema.oneOf) && schema.oneOf.length === 2) {
+    const [success, error] = schema.oneOf as JsonSchema[];
+    if (isPlainObject(error) && error[EXT.errorSchema] === true) {
+      if (isPlainObject(success) && success[EXT.unspecified] === true) return undefined;
+      return success;
+    }
+  }
+  return schema;
+}
+
+function pickJsonContent(content: unknown): { type: string; schema: unknown } | undefined {
+  if (!isPlainObject(content)) return undefined;
+  const types = Object.keys(content);
+  const type =
+    types.find((t) => t === "application/json") ??
+    types.find((t) => /[/+]json\b/.test(t)) ??
+    types.find((t) => t === "application/x-www-form-urlencoded" || t === "multipart/form-data") ??
+    types[0];
+  if (type === undefined) return undefined;
+  const media = content[type];
+  return { type, schema: isPlainObject(media) ? media.schema : undefined };
+}
+
+function contentSchema(content: unknown): unknown {
+  return pickJsonContent(content)?.schema;
+}
+
+function objectSchema(properties: Record<string, JsonSchema>, required: string[]): JsonObjectSchema {
+  const schema: JsonObjectSchema = { type: "object", properties };
+  const unique = [...new Set(required)];
+  if (unique.length > 0) schema.required = unique;
+  return schema;
+}
+
+function hasComposition(schema: JsonSchema): boolean {
+  return isPlainObject(schema) && ["allOf", "anyOf", "oneOf", "if", "not"].some((key) => key in schema);
+}
+
+function overlaps(bodySchema: JsonSchema, properties: Record<string, JsonSchema>): boolean {
+  if (!isPlainObject(bodySchema) || !isPlainObject(bodySchema.properties)) return false;
+  return Object.keys(bodySchema.properties).some((key) => key in properties);
+}
+
+function derivedName(method: string, path: string): string {
+  const slug = path
+    .replace(/\{([^}]+)\}/g, "by_$1")
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .join("_");
+  return `${method.toLowerCase()}_${slug || "root"}`;
+}
+
+function stringOr(value: unknown): string | undefined {
+  return typeof value === "string" && value.trim() !== "" ? value : undefined;
+}

@@ -1,0 +1,41 @@
+/**
+ * Time is injected so that anything that stamps a time (environments, sessions, caches) can run
+ * repeatably: tests and seeded runs use a manual clock, everything else the system clock.
+ */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** A clock that starts at `start` and advances by `stepMs` on every reading (0 = frozen). */
+export class ManualClock implements Clock {
+  private current: number;
+
+  constructor(
+    start: number | string | Date = "2025-01-01T00:00:00.000Z",
+    private readonly stepMs = 0,
+  ) {
+    this.current = typeof start === "number" ? start : new Date(start).getTime();
+    if (Number.isNaN(this.current)) throw new RangeError(`ManualClock: "${String(start)}" is not a date`);
+  }
+
+  now(): number {
+    const reading = this.current;
+    this.current += this.stepMs;
+    return reading;
+  }
+
+  advance(ms: number): void {
+    this.current += ms;
+  }
+
+  set(time: number | string | Date): void {
+    this.current = typeof time === "number" ? time : new Date(time).getTime();
+  }
+}
+
+export function isoNow(clock: Clock): string {
+  return new Date(clock.now()).toISOString();
+}

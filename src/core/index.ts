@@ -1,0 +1,23 @@
+export { canonicalJson, hashJson, jsonEqual } from "./canonical-json.js";
+export { type Clock, ManualClock, isoNow, systemClock } from "./clock.js";
+export {
+  type ErrorCode,
+  type ErrorLocation,
+  TerrariumError,
+  formatLocation,
+  isTerrariumError,
+  toTerrariumError,
+} from "./errors.js";
+export { contentId, createIdGenerator, type IdGenerator } from "./ids.js";
+export {
+  dottedToPointer,
+  escapeToken,
+  formatPointer,
+  getAtPointer,
+  hasPointer,
+  joinPointer,
+  parsePointer,
+  pointerToDotted,
+  unescapeToken,
+} from "./json-pointer.js";
+export { createRandom, type Random, unseededRandom } from "./random.js";
