@@ -1,0 +1,3 @@
+export * from "./catalog/index.js";
+export * from "./core/index.js";
+export * from "./validate/index.js";

@@ -1,0 +1,95 @@
+import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import { hashJson } from "../core/canonical-json.js";
+import { TerrariumError } from "../core/errors.js";
+import type { JsonSchema } from "../catalog/tool.js";
+
+// ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
+type AddFormats = (ajv: Ajv2020) => Ajv2020;
+const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+
+/**
+ * The Ajv options terrarium validates with: every error (not only the first), with the failing schema
+ * attached so messages can describe what was expected; lenient about unknown keywords, because tool
+ * schemas in the field carry annotations of all kinds (`optional`, `x-…`, `discriminator`).
+ */
+export const AJV_OPTIONS: Options = {
+  allErrors: true,
+  verbose: true,
+  strict: false,
+  allowUnionTypes: true,
+  validateFormats: true,
+};
+
+export function createAjv(options: Options = AJV_OPTIONS): Ajv2020 {
+  const ajv = new Ajv2020(options);
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Compiles schemas once and keeps them: by identity for repeated use of the same object, and by content
+ * hash so that equal schemas met in different places (the same tool in many dataset lines) share code.
+ */
+export class SchemaCompiler {
+  private readonly ajv: Ajv2020;
+  private readonly byObject = new WeakMap<object, ValidateFunction>();
+  private readonly byHash = new Map<string, ValidateFunction>();
+
+  constructor(ajv: Ajv2020 = createAjv()) {
+    this.ajv = ajv;
+  }
+
+  /** The compiled validator of `schema`; `where` locates the schema in errors. */
+  compile(schema: JsonSchema, where: { file?: string; pointer?: string; tool?: string } = {}): ValidateFunction {
+    if (typeof schema === "object" && schema !== null) {
+      const cached = this.byObject.get(schema);
+      if (cached) return cached;
+    }
+    const key = hashJson(schema);
+    let validate = this.byHash.get(key);
+    if (!validate) {
+      this.registerUnknownFormats(schema);
+      try {
+        validate = this.ajv.compile(stripId(schema));
+      } catch (error) {
+        const subject = where.tool ? `the schema of "${where.tool}"` : "the schema";
+        throw new TerrariumError("SCHEMA_COMPILE", `${subject} cannot be compiled: ${(error as Error).message}`, {
+          where: { file: where.file, pointer: where.pointer },
+          cause: error,
+        });
+      }
+      this.byHash.set(key, validate);
+    }
+    if (typeof schema === "object" && schema !== null) this.byObject.set(schema, validate);
+    return validate;
+  }
+
+  get size(): number {
+    return this.byHash.size;
+  }
+
+  /** Formats nobody defined (`int32` aside, APIs invent many) are accepted as annotations, not errors. */
+  private registerUnknownFormats(schema: unknown): void {
+    const visit = (node: unknown): void => {
+      if (Array.isArray(node)) {
+        node.forEach(visit);
+        return;
+      }
+      if (node === null || typeof node !== "object") return;
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "format" && typeof value === "string" && !this.ajv.formats[value]) this.ajv.addFormat(value, true);
+        else visit(value);
+      }
+    };
+    visit(schema);
+  }
+}
+
+/** Two tools may carry schemas with the same `$id`; Ajv would refuse the second, and ids mean nothing here. */
+function stripId(schema: JsonSchema): JsonSchema {
+  if (typeof schema !== "object" || schema === null || !("$id" in schema)) return schema;
+  const { $id: _id, ...rest } = schema;
+  return rest;
+}
