@@ -214,7 +214,10 @@ function acceptedNames(schema: unknown): string[] {
 
 function dedupe(violations: Violation[]): Violation[] {
   const seen = new Set<string>();
+  // A type violation already states the whole expectation, enum and const included.
+  const wrongType = new Set(violations.filter((v) => v.rule === "type").map((v) => v.path));
   return violations.filter((v) => {
+    if ((v.rule === "enum" || v.rule === "const") && wrongType.has(v.path)) return false;
     const key = `${v.path}\u0000${v.rule}\u0000${v.message}`;
     if (seen.has(key)) return false;
     seen.add(key);
