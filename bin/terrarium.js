@@ -1,6 +1,11 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is built into dist/ by `npm run build` (run automatically by `npm ci`).
-import("../dist/cli.js").catch((error) => {
-  console.error(`terrarium: could not start (${error.message}). Run \`npm run build\` first.`);
-  process.exitCode = 1;
-});
+// Thin launcher: the CLI is compiled into dist/ by `npm run build` (which `npm ci` runs via `prepare`).
+import("../dist/cli.js").then(
+  async ({ runCli }) => {
+    process.exitCode = await runCli(process.argv.slice(2));
+  },
+  (error) => {
+    console.error(`terrarium: could not start (${error.message}); run \`npm run build\` first`);
+    process.exitCode = 1;
+  },
+);

@@ -17,7 +17,10 @@ export class Catalog {
     const existing = this.byName.get(tool.name);
     if (existing) {
       throw new TerrariumError("DUPLICATE_TOOL", `two tools are named "${tool.name}"`, {
-        where: tool.origin.file || tool.origin.pointer ? { file: tool.origin.file, pointer: tool.origin.pointer } : {},
+        where:
+          tool.origin.file || tool.origin.pointer
+            ? { file: tool.origin.file, pointer: tool.origin.pointer }
+            : {},
         details: { first: existing.origin, second: tool.origin },
       });
     }
@@ -51,7 +54,10 @@ export class Catalog {
       .map((candidate) => {
         const normalised = normaliseName(candidate);
         const contains = normalised.includes(wanted) || wanted.includes(normalised) ? -0.5 : 0;
-        return { candidate, score: distance(wanted, normalised) / Math.max(wanted.length, normalised.length, 1) + contains };
+        return {
+          candidate,
+          score: distance(wanted, normalised) / Math.max(wanted.length, normalised.length, 1) + contains,
+        };
       })
       .filter(({ score }) => score <= 0.6)
       .sort((a, b) => a.score - b.score || a.candidate.localeCompare(b.candidate))
@@ -63,17 +69,26 @@ export class Catalog {
   withEffects(overrides: Record<string, ToolEffect>): Catalog {
     for (const [name, effect] of Object.entries(overrides)) {
       if (!this.has(name)) {
-        throw new TerrariumError("UNKNOWN_TOOL", `cannot set the effect of "${name}": there is no such tool`, {
-          details: { closest: this.closest(name) },
-        });
+        throw new TerrariumError(
+          "UNKNOWN_TOOL",
+          `cannot set the effect of "${name}": there is no such tool`,
+          {
+            details: { closest: this.closest(name) },
+          },
+        );
       }
       if (!TOOL_EFFECTS.includes(effect)) {
-        throw new TerrariumError("INVALID_INPUT", `effect of "${name}" must be one of ${TOOL_EFFECTS.join(", ")}`);
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          `effect of "${name}" must be one of ${TOOL_EFFECTS.join(", ")}`,
+        );
       }
     }
     return new Catalog(
       this.tools.map((tool) =>
-        overrides[tool.name] === undefined ? tool : { ...tool, effect: overrides[tool.name] as ToolEffect, effectSource: "declared" },
+        overrides[tool.name] === undefined
+          ? tool
+          : { ...tool, effect: overrides[tool.name] as ToolEffect, effectSource: "declared" },
       ),
     );
   }

@@ -73,5 +73,8 @@ function operationFor(tool: Tool): Record<string, unknown> {
 
 /** Tool names become one path segment; characters that would split it are percent-encoded. */
 function encodePathSegment(name: string): string {
-  return name.replace(/[/?#%{}\s]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`);
+  return name.replace(
+    /[/?#%{}\s]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`,
+  );
 }

@@ -1,4 +1,4 @@
-export { Catalog, CATALOG_SCHEMA_VERSION, type LoadCatalogOptions, loadCatalog } from "./catalog.js";
+export { CATALOG_SCHEMA_VERSION, Catalog, type LoadCatalogOptions, loadCatalog } from "./catalog.js";
 export { effectFromHttp, effectFromName } from "./effect.js";
 export { type ExportOpenApiOptions, exportOpenApi, TOOL_ERROR_SCHEMA } from "./export-openapi.js";
 export { detectFunctionFormat, toolFromFunction } from "./formats/function-style.js";

@@ -26,7 +26,10 @@ const SCHEMA_LIST_KEYWORDS = ["allOf", "anyOf", "oneOf", "prefixItems"];
 const SCHEMA_MAP_KEYWORDS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 
 /** Applies `transform` to a schema node after its subschemas have been transformed. */
-export function mapSchema(schema: JsonSchema, transform: (node: JsonObjectSchema) => JsonObjectSchema): JsonSchema {
+export function mapSchema(
+  schema: JsonSchema,
+  transform: (node: JsonObjectSchema) => JsonObjectSchema,
+): JsonSchema {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
   const out: JsonObjectSchema = { ...schema };
   for (const key of SCHEMA_KEYWORDS) {

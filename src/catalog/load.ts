@@ -1,5 +1,9 @@
 import { TerrariumError } from "../core/errors.js";
-import { detectFunctionFormat, type FunctionStyleFormat, toolFromFunction } from "./formats/function-style.js";
+import {
+  detectFunctionFormat,
+  type FunctionStyleFormat,
+  toolFromFunction,
+} from "./formats/function-style.js";
 import { isOpenApiDocument, toolsFromOpenApi } from "./formats/openapi.js";
 import { isPlainObject } from "./json-schema.js";
 import { readDocument } from "./read-document.js";
@@ -43,15 +47,26 @@ export function toolsFromDocument(document: unknown, options: ToolsFromDocumentO
     if (Array.isArray(document.function)) return readList(document.function, "/function");
     return [readOne(document, "", forced, file)];
   }
-  throw new TerrariumError("UNKNOWN_FORMAT", "expected a tool definition, a list of them or an OpenAPI document", {
-    where: { file, pointer: "" },
-  });
+  throw new TerrariumError(
+    "UNKNOWN_FORMAT",
+    "expected a tool definition, a list of them or an OpenAPI document",
+    {
+      where: { file, pointer: "" },
+    },
+  );
 }
 
-function readOne(definition: unknown, pointer: string, forced: FunctionStyleFormat | undefined, file?: string): Tool {
+function readOne(
+  definition: unknown,
+  pointer: string,
+  forced: FunctionStyleFormat | undefined,
+  file?: string,
+): Tool {
   const format = forced ?? detectFunctionFormat(definition);
   if (!format) {
-    const keys = isPlainObject(definition) ? Object.keys(definition).slice(0, 6).join(", ") : typeof definition;
+    const keys = isPlainObject(definition)
+      ? Object.keys(definition).slice(0, 6).join(", ")
+      : typeof definition;
     throw new TerrariumError(
       "UNKNOWN_FORMAT",
       `not a tool definition in any supported format (found ${keys || "an empty object"}); expected OpenAI ` +
@@ -63,7 +78,10 @@ function readOne(definition: unknown, pointer: string, forced: FunctionStyleForm
 }
 
 function isContainer(item: unknown): boolean {
-  return isOpenApiDocument(item) || (isPlainObject(item) && (Array.isArray(item.function) || Array.isArray(item.tools)));
+  return (
+    isOpenApiDocument(item) ||
+    (isPlainObject(item) && (Array.isArray(item.function) || Array.isArray(item.tools)))
+  );
 }
 
 function withPointerPrefix(tools: Tool[], prefix: string, file?: string): Tool[] {

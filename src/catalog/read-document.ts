@@ -16,8 +16,12 @@ export function readDocument(file: string): unknown {
     text = readFileSync(file, "utf8");
   } catch (error) {
     if (error instanceof TerrariumError) throw error;
-    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
-    throw new TerrariumError("FILE_UNREADABLE", `cannot read the file (${reason})`, { where: { file }, cause: error });
+    const reason =
+      (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
+    throw new TerrariumError("FILE_UNREADABLE", `cannot read the file (${reason})`, {
+      where: { file },
+      cause: error,
+    });
   }
   return parseDocument(text, file);
 }
@@ -67,7 +71,10 @@ function parseYamlText(text: string, file?: string): unknown {
   } catch (error) {
     const line = error instanceof YAMLParseError ? error.linePos?.[0]?.line : undefined;
     const message = (error as Error).message.split("\n")[0] ?? "invalid YAML";
-    throw new TerrariumError("PARSE_ERROR", `invalid YAML: ${message}`, { where: { file, line }, cause: error });
+    throw new TerrariumError("PARSE_ERROR", `invalid YAML: ${message}`, {
+      where: { file, line },
+      cause: error,
+    });
   }
 }
 

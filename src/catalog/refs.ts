@@ -1,5 +1,5 @@
 import { TerrariumError } from "../core/errors.js";
-import { getAtPointer } from "../core/json-pointer.js";
+import { escapeToken, getAtPointer } from "../core/json-pointer.js";
 
 /** Keywords that may sit beside a `$ref` without changing which values are valid. */
 const ANNOTATIONS = new Set([
@@ -39,7 +39,7 @@ export function resolveLocalRefs(
       const siblings = Object.entries(record).filter(([key]) => key !== "$ref");
       if (siblings.length === 0) return target;
       const resolvedSiblings = Object.fromEntries(
-        siblings.map(([key, sibling]) => [key, visit(sibling, `${pointer}/${escape(key)}`, chain)]),
+        siblings.map(([key, sibling]) => [key, visit(sibling, `${pointer}/${escapeToken(key)}`, chain)]),
       );
       // 3.1 allows keywords beside $ref; annotations can be merged, anything else must also hold.
       if (siblings.every(([key]) => ANNOTATIONS.has(key)) && isPlainObject(target)) {
@@ -48,7 +48,8 @@ export function resolveLocalRefs(
       return { allOf: [target], ...resolvedSiblings };
     }
     const copy: Record<string, unknown> = {};
-    for (const [key, member] of Object.entries(record)) copy[key] = visit(member, `${pointer}/${escape(key)}`, chain);
+    for (const [key, member] of Object.entries(record))
+      copy[key] = visit(member, `${pointer}/${escapeToken(key)}`, chain);
     return copy;
   };
 
@@ -83,9 +84,6 @@ export function resolveLocalRefs(
   return visit(node, options.basePointer ?? "", options.basePointer ? [options.basePointer] : []);
 }
 
-function escape(token: string): string {
-  return token.replace(/~/g, "~0").replace(/\//g, "~1");
-}
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);

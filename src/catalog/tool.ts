@@ -8,7 +8,14 @@ export const TOOL_EFFECTS: readonly ToolEffect[] = ["read", "write", "unknown"];
 
 /** The tool-definition formats the catalog reads. */
 export type ToolFormat = "openapi" | "openai" | "function" | "anthropic" | "mcp" | "bfcl";
-export const TOOL_FORMATS: readonly ToolFormat[] = ["openapi", "openai", "function", "anthropic", "mcp", "bfcl"];
+export const TOOL_FORMATS: readonly ToolFormat[] = [
+  "openapi",
+  "openai",
+  "function",
+  "anthropic",
+  "mcp",
+  "bfcl",
+];
 
 /** How an OpenAPI operation's HTTP request is rebuilt from a tool call's flat arguments. */
 export interface HttpBinding {

@@ -1,11 +1,11 @@
 export { canonicalJson, hashJson, jsonEqual } from "./canonical-json.js";
-export { type Clock, ManualClock, isoNow, systemClock } from "./clock.js";
+export { type Clock, isoNow, ManualClock, systemClock } from "./clock.js";
 export {
   type ErrorCode,
   type ErrorLocation,
-  TerrariumError,
   formatLocation,
   isTerrariumError,
+  TerrariumError,
   toTerrariumError,
 } from "./errors.js";
 export { contentId, createIdGenerator, type IdGenerator } from "./ids.js";

@@ -1,13 +1,14 @@
 import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import type { JsonSchema } from "../catalog/tool.js";
 import { hashJson } from "../core/canonical-json.js";
 import { TerrariumError } from "../core/errors.js";
-import type { JsonSchema } from "../catalog/tool.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
 const addFormats: AddFormats =
-  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+  (addFormatsModule as unknown as { default?: AddFormats }).default ??
+  (addFormatsModule as unknown as AddFormats);
 
 /**
  * The Ajv options terrarium validates with: every error (not only the first), with the failing schema
@@ -42,7 +43,10 @@ export class SchemaCompiler {
   }
 
   /** The compiled validator of `schema`; `where` locates the schema in errors. */
-  compile(schema: JsonSchema, where: { file?: string; pointer?: string; tool?: string } = {}): ValidateFunction {
+  compile(
+    schema: JsonSchema,
+    where: { file?: string; pointer?: string; tool?: string } = {},
+  ): ValidateFunction {
     if (typeof schema === "object" && schema !== null) {
       const cached = this.byObject.get(schema);
       if (cached) return cached;
@@ -55,10 +59,14 @@ export class SchemaCompiler {
         validate = this.ajv.compile(stripId(schema));
       } catch (error) {
         const subject = where.tool ? `the schema of "${where.tool}"` : "the schema";
-        throw new TerrariumError("SCHEMA_COMPILE", `${subject} cannot be compiled: ${(error as Error).message}`, {
-          where: { file: where.file, pointer: where.pointer },
-          cause: error,
-        });
+        throw new TerrariumError(
+          "SCHEMA_COMPILE",
+          `${subject} cannot be compiled: ${(error as Error).message}`,
+          {
+            where: { file: where.file, pointer: where.pointer },
+            cause: error,
+          },
+        );
       }
       this.byHash.set(key, validate);
     }
@@ -79,7 +87,8 @@ export class SchemaCompiler {
       }
       if (node === null || typeof node !== "object") return;
       for (const [key, value] of Object.entries(node)) {
-        if (key === "format" && typeof value === "string" && !this.ajv.formats[value]) this.ajv.addFormat(value, true);
+        if (key === "format" && typeof value === "string" && !this.ajv.formats[value])
+          this.ajv.addFormat(value, true);
         else visit(value);
       }
     };

@@ -94,10 +94,12 @@ export function describeExpectation(schema: unknown): string {
   if (noun === "") noun = types.length > 0 ? "null" : "a value";
 
   const details: string[] = [];
-  if (typeof s.minimum === "number") details.push(`≥ ${s.minimum}`);
-  if (typeof s.exclusiveMinimum === "number") details.push(`> ${s.exclusiveMinimum}`);
-  if (typeof s.maximum === "number") details.push(`≤ ${s.maximum}`);
-  if (typeof s.exclusiveMaximum === "number") details.push(`< ${s.exclusiveMaximum}`);
+  const bounds: string[] = [];
+  if (typeof s.minimum === "number") bounds.push(`≥ ${s.minimum}`);
+  if (typeof s.exclusiveMinimum === "number") bounds.push(`> ${s.exclusiveMinimum}`);
+  if (typeof s.maximum === "number") bounds.push(`≤ ${s.maximum}`);
+  if (typeof s.exclusiveMaximum === "number") bounds.push(`< ${s.exclusiveMaximum}`);
+  if (bounds.length > 0) details.push(bounds.join(" and "));
   if (typeof s.multipleOf === "number") details.push(`that is a multiple of ${s.multipleOf}`);
   if (typeof s.minLength === "number" && typeof s.maxLength === "number") {
     details.push(`of ${s.minLength} to ${s.maxLength} characters`);
@@ -107,7 +109,8 @@ export function describeExpectation(schema: unknown): string {
     details.push(`of at most ${s.maxLength} characters`);
   }
   if (typeof s.pattern === "string") details.push(`matching the pattern ${s.pattern}`);
-  if (typeof s.minItems === "number") details.push(`with at least ${s.minItems} item${s.minItems === 1 ? "" : "s"}`);
+  if (typeof s.minItems === "number")
+    details.push(`with at least ${s.minItems} item${s.minItems === 1 ? "" : "s"}`);
   if (typeof s.maxItems === "number") details.push(`with at most ${s.maxItems} items`);
   if (s.uniqueItems === true) details.push("without duplicates");
   if (nonNull.length === 1 && nonNull[0] === "array" && s.items && typeof s.items === "object") {

@@ -45,8 +45,18 @@ export class CallValidator {
     const tool = catalog.get(name);
     if (!tool) {
       const closest = catalog.closest(name);
-      const hint = closest.length > 0 ? `; the closest tools are ${closest.map((n) => `"${n}"`).join(", ")}` : "";
-      return invalid(name, { path: "", rule: "unknown_tool", message: `there is no tool named "${name}"${hint}` });
+      const names = closest.map((n) => `"${n}"`).join(", ");
+      const hint =
+        closest.length === 0
+          ? ""
+          : closest.length === 1
+            ? `; the closest tool is ${names}`
+            : `; the closest tools are ${names}`;
+      return invalid(name, {
+        path: "",
+        rule: "unknown_tool",
+        message: `there is no tool named "${name}"${hint}`,
+      });
     }
     return this.validateArguments(tool, args);
   }

@@ -1,6 +1,13 @@
 import type { ErrorObject } from "ajv";
-import { getAtPointer } from "../core/json-pointer.js";
-import { describeExpectation, describeKind, describeList, describePath, describeValue, FORMAT_WORDS } from "./describe.js";
+import { escapeToken, getAtPointer } from "../core/json-pointer.js";
+import {
+  describeExpectation,
+  describeKind,
+  describeList,
+  describePath,
+  describeValue,
+  FORMAT_WORDS,
+} from "./describe.js";
 
 /** One broken rule in a tool call: where (a JSON Pointer into the arguments), which rule, and why. */
 export interface Violation {
@@ -34,7 +41,8 @@ function claimBranchErrors(errors: readonly ErrorObject[]): number[] {
     if ((error.keyword !== "oneOf" && error.keyword !== "anyOf") || claimedBy[index] !== -1) continue;
     const prefix = `${error.schemaPath}/`;
     for (let j = index - 1; j >= 0; j--) {
-      if (claimedBy[j] === -1 && (errors[j] as ErrorObject).schemaPath.startsWith(prefix)) claimedBy[j] = index;
+      if (claimedBy[j] === -1 && (errors[j] as ErrorObject).schemaPath.startsWith(prefix))
+        claimedBy[j] = index;
     }
   }
   return claimedBy;
@@ -56,9 +64,11 @@ function translate(
     case "required": {
       const missing = String(params.missingProperty);
       return {
-        path: `${path}/${escape(missing)}`,
+        path: `${path}/${escapeToken(missing)}`,
         rule: "required",
-        message: top ? `missing required argument "${missing}"` : `${where} is missing its required field "${missing}"`,
+        message: top
+          ? `missing required argument "${missing}"`
+          : `${where} is missing its required field "${missing}"`,
       };
     }
     case "additionalProperties":
@@ -67,7 +77,7 @@ function translate(
       const accepted = acceptedNames(error.parentSchema);
       const list = accepted.length > 0 ? `; accepted: ${accepted.join(", ")}` : "; it accepts none";
       return {
-        path: `${path}/${escape(extra)}`,
+        path: `${path}/${escapeToken(extra)}`,
         rule: "unknown_argument",
         message: top ? `unknown argument "${extra}"${list}` : `${where} has no field "${extra}"${list}`,
       };
@@ -84,11 +94,21 @@ function translate(
     case "maximum":
     case "exclusiveMinimum":
     case "exclusiveMaximum": {
-      const symbol = { minimum: "≥", maximum: "≤", exclusiveMinimum: ">", exclusiveMaximum: "<" }[error.keyword];
-      return { path, rule: error.keyword, message: `${where} must be ${symbol} ${params.limit}, got ${describeValue(value)}` };
+      const symbol = { minimum: "≥", maximum: "≤", exclusiveMinimum: ">", exclusiveMaximum: "<" }[
+        error.keyword
+      ];
+      return {
+        path,
+        rule: error.keyword,
+        message: `${where} must be ${symbol} ${params.limit}, got ${describeValue(value)}`,
+      };
     }
     case "multipleOf":
-      return { path, rule: "multipleOf", message: `${where} must be a multiple of ${params.multipleOf}, got ${describeValue(value)}` };
+      return {
+        path,
+        rule: "multipleOf",
+        message: `${where} must be a multiple of ${params.multipleOf}, got ${describeValue(value)}`,
+      };
     case "enum":
       return {
         path,
@@ -96,7 +116,11 @@ function translate(
         message: `${where} must be one of ${describeList(params.allowedValues as unknown[])}, got ${describeValue(value)}`,
       };
     case "const":
-      return { path, rule: "const", message: `${where} must be exactly ${describeValue(params.allowedValue)}, got ${describeValue(value)}` };
+      return {
+        path,
+        rule: "const",
+        message: `${where} must be exactly ${describeValue(params.allowedValue)}, got ${describeValue(value)}`,
+      };
     case "minLength":
     case "maxLength": {
       const length = typeof value === "string" ? [...value].length : 0;
@@ -108,7 +132,11 @@ function translate(
       };
     }
     case "pattern":
-      return { path, rule: "pattern", message: `${where} must match the pattern ${params.pattern}, got ${describeValue(value)}` };
+      return {
+        path,
+        rule: "pattern",
+        message: `${where} must match the pattern ${params.pattern}, got ${describeValue(value)}`,
+      };
     case "format": {
       const format = String(params.format);
       return {
@@ -121,7 +149,11 @@ function translate(
     case "maxItems": {
       const count = Array.isArray(value) ? value.length : 0;
       const bound = error.keyword === "minItems" ? "at least" : "at most";
-      return { path, rule: error.keyword, message: `${where} must have ${bound} ${params.limit} item${params.limit === 1 ? "" : "s"}, got ${count}` };
+      return {
+        path,
+        rule: error.keyword,
+        message: `${where} must have ${bound} ${params.limit} item${params.limit === 1 ? "" : "s"}, got ${count}`,
+      };
     }
     case "uniqueItems":
       return {
@@ -132,11 +164,15 @@ function translate(
     case "minProperties":
     case "maxProperties": {
       const bound = error.keyword === "minProperties" ? "at least" : "at most";
-      return { path, rule: error.keyword, message: `${where} must have ${bound} ${params.limit} field${params.limit === 1 ? "" : "s"}` };
+      return {
+        path,
+        rule: error.keyword,
+        message: `${where} must have ${bound} ${params.limit} field${params.limit === 1 ? "" : "s"}`,
+      };
     }
     case "dependentRequired":
       return {
-        path: `${path}/${escape(String(params.missingProperty))}`,
+        path: `${path}/${escapeToken(String(params.missingProperty))}`,
         rule: "dependentRequired",
         message: `${top ? `argument "${params.property}"` : `field "${params.property}" of ${where}`} requires "${params.missingProperty}" as well`,
       };
@@ -144,7 +180,11 @@ function translate(
     case "anyOf":
       return combinatorViolation(error, index, errors, claimedBy, args);
     case "not":
-      return { path, rule: "not", message: `${where} must not be ${describeExpectation(error.schema)}, got ${describeValue(value)}` };
+      return {
+        path,
+        rule: "not",
+        message: `${where} must not be ${describeExpectation(error.schema)}, got ${describeValue(value)}`,
+      };
     case "if":
       // The failing `then`/`else` branch reports what is wrong; "must match then schema" adds nothing.
       return undefined;
@@ -203,7 +243,11 @@ function combinatorViolation(
         .map((v) => v.message)
         .join("; ")}`
     : "";
-  return { path, rule: error.keyword, message: `${where} must be ${shapes}; got ${describeKind(getAtPointer(args, path))}${near}` };
+  return {
+    path,
+    rule: error.keyword,
+    message: `${where} must be ${shapes}; got ${describeKind(getAtPointer(args, path))}${near}`,
+  };
 }
 
 function acceptedNames(schema: unknown): string[] {
@@ -225,6 +269,3 @@ function dedupe(violations: Violation[]): Violation[] {
   });
 }
 
-function escape(token: string): string {
-  return token.replace(/~/g, "~0").replace(/\//g, "~1");
-}

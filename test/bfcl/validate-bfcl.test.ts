@@ -73,7 +73,12 @@ function mutations(catalog: Catalog, call: { name: string; arguments: Record<str
   const requiredPresent = required.find((name) => name in call.arguments);
   if (requiredPresent) {
     const { [requiredPresent]: _removed, ...rest } = call.arguments;
-    out.push({ kind: "missing required", call: withArgs(rest), rule: "required", path: `/${requiredPresent}` });
+    out.push({
+      kind: "missing required",
+      call: withArgs(rest),
+      rule: "required",
+      path: `/${requiredPresent}`,
+    });
   }
   out.push({
     kind: "unknown argument",
@@ -93,11 +98,21 @@ function mutations(catalog: Catalog, call: { name: string; arguments: Record<str
   for (const [name, property] of Object.entries(properties)) {
     const items = property.items as JsonObjectSchema | undefined;
     if (Array.isArray(property.enum) && property.type === "string") {
-      out.push({ kind: "outside enum", call: withArgs({ ...call.arguments, [name]: "zz-not-allowed" }), rule: "enum", path: `/${name}` });
+      out.push({
+        kind: "outside enum",
+        call: withArgs({ ...call.arguments, [name]: "zz-not-allowed" }),
+        rule: "enum",
+        path: `/${name}`,
+      });
       break;
     }
     if (property.type === "array" && items && Array.isArray(items.enum)) {
-      out.push({ kind: "outside enum", call: withArgs({ ...call.arguments, [name]: ["zz-not-allowed"] }), rule: "enum", path: `/${name}/0` });
+      out.push({
+        kind: "outside enum",
+        call: withArgs({ ...call.arguments, [name]: ["zz-not-allowed"] }),
+        rule: "enum",
+        path: `/${name}/0`,
+      });
       break;
     }
   }
@@ -112,7 +127,8 @@ describe("BFCL mutated calls", () => {
       if (sample.id in KNOWN_BAD_ANNOTATIONS) continue;
       for (const call of sample.calls) {
         for (const mutation of mutations(sample.catalog, call)) {
-          const entry = (counts[mutation.kind] ??= { total: 0, rejected: 0 });
+          const entry = counts[mutation.kind] ?? { total: 0, rejected: 0 };
+          counts[mutation.kind] = entry;
           entry.total++;
           const result = validator.validate(sample.catalog, mutation.call);
           const hit = result.errors.some((e) => e.rule === mutation.rule && e.path === mutation.path);
@@ -124,7 +140,12 @@ describe("BFCL mutated calls", () => {
     expect(misses).toEqual([]);
     for (const entry of Object.values(counts)) expect(entry.rejected).toBe(entry.total);
     // Every kind of mutation was actually exercised, many times.
-    expect(Object.keys(counts).sort()).toEqual(["missing required", "outside enum", "unknown argument", "wrong type"]);
+    expect(Object.keys(counts).sort()).toEqual([
+      "missing required",
+      "outside enum",
+      "unknown argument",
+      "wrong type",
+    ]);
     for (const entry of Object.values(counts)) expect(entry.total).toBeGreaterThan(100);
   });
 
@@ -135,7 +156,11 @@ describe("BFCL mutated calls", () => {
     });
     const result = validator.validate(catalog, { name: "set_unit", arguments: { unit: "fahrenheit" } });
     expect(result.errors).toEqual([
-      { path: "/unit", rule: "enum", message: '"unit" must be one of "celsius" or "kelvin", got "fahrenheit"' },
+      {
+        path: "/unit",
+        rule: "enum",
+        message: '"unit" must be one of "celsius" or "kelvin", got "fahrenheit"',
+      },
     ]);
   });
 });

@@ -24,7 +24,10 @@ export function readJsonLines<T>(file: string): T[] {
 export function bfclCategory(category: string): Array<{ question: BfclQuestion; answer: BfclAnswer }> {
   const questions = readJsonLines<BfclQuestion>(join(BFCL_DIR, `BFCL_v3_${category}.json`));
   const answers = new Map(
-    readJsonLines<BfclAnswer>(join(BFCL_DIR, "possible_answer", `BFCL_v3_${category}.json`)).map((a) => [a.id, a]),
+    readJsonLines<BfclAnswer>(join(BFCL_DIR, "possible_answer", `BFCL_v3_${category}.json`)).map((a) => [
+      a.id,
+      a,
+    ]),
   );
   return questions.map((question) => {
     const answer = answers.get(question.id);
@@ -57,7 +60,9 @@ function resolveNested(value: unknown): unknown {
 }
 
 /** The ground-truth calls of one BFCL answer, with concrete arguments. */
-export function groundTruthCalls(answer: BfclAnswer): Array<{ name: string; arguments: Record<string, unknown> }> {
+export function groundTruthCalls(
+  answer: BfclAnswer,
+): Array<{ name: string; arguments: Record<string, unknown> }> {
   return answer.ground_truth.map((entry) => {
     const [name, params] = Object.entries(entry)[0] as [string, Record<string, unknown[]>];
     const args: Record<string, unknown> = {};

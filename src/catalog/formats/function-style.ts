@@ -37,10 +37,16 @@ export interface FunctionToolContext {
 }
 
 /** Reads one function-style tool definition in the given format. */
-export function toolFromFunction(definition: unknown, format: FunctionStyleFormat, context: FunctionToolContext): Tool {
+export function toolFromFunction(
+  definition: unknown,
+  format: FunctionStyleFormat,
+  context: FunctionToolContext,
+): Tool {
   const where = { file: context.file, pointer: context.pointer };
   const fail = (message: string, pointerSuffix = "") =>
-    new TerrariumError("INVALID_TOOL", message, { where: { ...where, pointer: where.pointer + pointerSuffix } });
+    new TerrariumError("INVALID_TOOL", message, {
+      where: { ...where, pointer: where.pointer + pointerSuffix },
+    });
   if (!isPlainObject(definition)) throw fail("a tool definition must be an object");
 
   let body: Record<string, unknown> = definition;
@@ -50,7 +56,8 @@ export function toolFromFunction(definition: unknown, format: FunctionStyleForma
     bodyPointer = "/function";
   }
   const name = body.name;
-  if (typeof name !== "string" || name.trim() === "") throw fail('the tool needs a non-empty string "name"', `${bodyPointer}/name`);
+  if (typeof name !== "string" || name.trim() === "")
+    throw fail('the tool needs a non-empty string "name"', `${bodyPointer}/name`);
 
   const schemaKey = format === "anthropic" ? "input_schema" : format === "mcp" ? "inputSchema" : "parameters";
   const rawSchema = body[schemaKey];
@@ -59,12 +66,14 @@ export function toolFromFunction(definition: unknown, format: FunctionStyleForma
   if (rawSchema === undefined || rawSchema === null) {
     inputSchema = emptyArgumentSchema();
   } else {
-    if (!isPlainObject(rawSchema)) throw fail(`"${schemaKey}" must be a JSON Schema object`, `${bodyPointer}/${schemaKey}`);
+    if (!isPlainObject(rawSchema))
+      throw fail(`"${schemaKey}" must be a JSON Schema object`, `${bodyPointer}/${schemaKey}`);
     // $refs inside a function's schema are relative to the schema itself ($defs, definitions).
     inputSchema = resolveLocalRefs(rawSchema, rawSchema, { file: context.file }) as JsonSchema;
     inputSchema = format === "bfcl" ? fromBfclSchema(inputSchema) : toJsonSchema2020(inputSchema);
     inputSchema = withoutDefinitions(inputSchema as JsonObjectSchema);
-    if (inputSchema.type === undefined && inputSchema.properties !== undefined) inputSchema = { type: "object", ...inputSchema };
+    if (inputSchema.type === undefined && inputSchema.properties !== undefined)
+      inputSchema = { type: "object", ...inputSchema };
     if (inputSchema.type !== "object") {
       throw new TerrariumError(
         "INVALID_TOOL",
@@ -87,7 +96,9 @@ export function toolFromFunction(definition: unknown, format: FunctionStyleForma
   const output = format === "mcp" ? body.outputSchema : format === "bfcl" ? body.response : undefined;
   if (isPlainObject(output)) {
     const resolved = resolveLocalRefs(output, output, { file: context.file }) as JsonSchema;
-    tool.outputSchema = withoutDefinitions((format === "bfcl" ? fromBfclSchema(resolved) : toJsonSchema2020(resolved)) as JsonObjectSchema);
+    tool.outputSchema = withoutDefinitions(
+      (format === "bfcl" ? fromBfclSchema(resolved) : toJsonSchema2020(resolved)) as JsonObjectSchema,
+    );
   }
 
   const annotations = format === "mcp" && isPlainObject(body.annotations) ? body.annotations : undefined;

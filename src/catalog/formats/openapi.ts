@@ -29,11 +29,17 @@ export function toolsFromOpenApi(document: unknown, file?: string): Tool[] {
     new TerrariumError("INVALID_OPENAPI", message, { where: { file, pointer } });
   if (!isPlainObject(document)) throw fail("an OpenAPI document must be an object");
   if ("swagger" in document) {
-    throw fail(`Swagger ${String(document.swagger)} is not supported; convert it to OpenAPI 3 first`, "/swagger");
+    throw fail(
+      `Swagger ${String(document.swagger)} is not supported; convert it to OpenAPI 3 first`,
+      "/swagger",
+    );
   }
   const version = document.openapi;
   if (typeof version !== "string" || !/^3\.[01]\.\d+/.test(version)) {
-    throw fail(`unsupported "openapi" version ${JSON.stringify(version)}; expected 3.0.x or 3.1.x`, "/openapi");
+    throw fail(
+      `unsupported "openapi" version ${JSON.stringify(version)}; expected 3.0.x or 3.1.x`,
+      "/openapi",
+    );
   }
   const is30 = version.startsWith("3.0");
   const paths = document.paths ?? {};
@@ -53,13 +59,27 @@ export function toolsFromOpenApi(document: unknown, file?: string): Tool[] {
     const itemPointer = `/paths/${escapeToken(path)}`;
     if (!path.startsWith("/")) throw fail(`path "${path}" must start with "/"`, itemPointer);
     if (!isPlainObject(rawItem)) throw fail(`path item "${path}" must be an object`, itemPointer);
-    const item = resolveLocalRefs(document, rawItem, { file, basePointer: itemPointer }) as Record<string, unknown>;
+    const item = resolveLocalRefs(document, rawItem, { file, basePointer: itemPointer }) as Record<
+      string,
+      unknown
+    >;
     for (const method of METHODS) {
       const operation = item[method];
       if (operation === undefined) continue;
       const pointer = `${itemPointer}/${method}`;
-      if (!isPlainObject(operation)) throw fail(`operation ${method.toUpperCase()} ${path} must be an object`, pointer);
-      const tool = operationToTool({ path, method, operation, pathItem: item, is30, servers, file, pointer, fail });
+      if (!isPlainObject(operation))
+        throw fail(`operation ${method.toUpperCase()} ${path} must be an object`, pointer);
+      const tool = operationToTool({
+        path,
+        method,
+        operation,
+        pathItem: item,
+        is30,
+        servers,
+        file,
+        pointer,
+        fail,
+      });
       const previous = seen.get(tool.name);
       if (previous) {
         throw new TerrariumError(
@@ -89,8 +109,12 @@ interface OperationInput {
 
 function operationToTool(input: OperationInput): Tool {
   const { path, method, operation, pathItem, is30, file, pointer, fail } = input;
-  const convert = (schema: unknown): JsonSchema => (is30 ? toJsonSchema2020(schema as JsonSchema) : (schema as JsonSchema));
-  const name = typeof operation.operationId === "string" && operation.operationId ? operation.operationId : derivedName(method, path);
+  const convert = (schema: unknown): JsonSchema =>
+    is30 ? toJsonSchema2020(schema as JsonSchema) : (schema as JsonSchema);
+  const name =
+    typeof operation.operationId === "string" && operation.operationId
+      ? operation.operationId
+      : derivedName(method, path);
 
   // Parameters: path-level ones apply unless the operation redefines the same name and location.
   const parameters = new Map<string, Record<string, unknown>>();
@@ -101,11 +125,18 @@ function operationToTool(input: OperationInput): Tool {
     if (list === undefined) continue;
     if (!Array.isArray(list)) throw fail('"parameters" must be an array', listPointer);
     list.forEach((parameter, index) => {
-      if (!isPlainObject(parameter) || typeof parameter.name !== "string" || typeof parameter.in !== "string") {
+      if (
+        !isPlainObject(parameter) ||
+        typeof parameter.name !== "string" ||
+        typeof parameter.in !== "string"
+      ) {
         throw fail('each parameter needs a string "name" and "in"', `${listPointer}/${index}`);
       }
       if (!["path", "query", "header", "cookie"].includes(parameter.in)) {
-        throw fail(`parameter "${parameter.name}" has an invalid "in": "${parameter.in}"`, `${listPointer}/${index}/in`);
+        throw fail(
+          `parameter "${parameter.name}" has an invalid "in": "${parameter.in}"`,
+          `${listPointer}/${index}/in`,
+        );
       }
       parameters.set(`${parameter.in}:${parameter.name}`, parameter);
     });
@@ -136,13 +167,17 @@ function operationToTool(input: OperationInput): Tool {
     binding.contentType = bodyContent.type;
     const bodySchema = convert(bodyContent.schema ?? {});
     const bodyRequired = isPlainObject(body) && body.required === true;
-    const bodyIsObject = isPlainObject(bodySchema) && (bodySchema.type === "object" || isPlainObject(bodySchema.properties));
+    const bodyIsObject =
+      isPlainObject(bodySchema) && (bodySchema.type === "object" || isPlainObject(bodySchema.properties));
     if (binding.parameters.length === 0 && bodyIsObject) {
       // The common RPC shape (and Gecko's): the body is the argument object.
       inputSchema = bodySchema as JsonObjectSchema;
       binding.body = "merged";
     } else if (bodyIsObject && !hasComposition(bodySchema) && !overlaps(bodySchema, properties)) {
-      const bodyProps = (isPlainObject(bodySchema.properties) ? bodySchema.properties : {}) as Record<string, JsonSchema>;
+      const bodyProps = (isPlainObject(bodySchema.properties) ? bodySchema.properties : {}) as Record<
+        string,
+        JsonSchema
+      >;
       Object.assign(properties, bodyProps);
       if (Array.isArray(bodySchema.required)) required.push(...(bodySchema.required as string[]));
       binding.body = "merged";
@@ -192,9 +227,13 @@ function operationToTool(input: OperationInput): Tool {
 /** The schema of the 200 (else first 2xx) response; Gecko-shaped success/error unions give the success branch. */
 function successSchema(responses: unknown, convert: (schema: unknown) => JsonSchema): JsonSchema | undefined {
   if (!isPlainObject(responses)) return undefined;
-  const code = ["200", "201", "202", "2XX", ...Object.keys(responses).filter((key) => /^2\d\d$/.test(key))].find(
-    (key) => isPlainObject(responses[key]),
-  );
+  const code = [
+    "200",
+    "201",
+    "202",
+    "2XX",
+    ...Object.keys(responses).filter((key) => /^2\d\d$/.test(key)),
+  ].find((key) => isPlainObject(responses[key]));
   if (!code) return undefined;
   const response = responses[code] as Record<string, unknown>;
   const content = pickJsonContent(response.content);

@@ -1,0 +1,111 @@
+import Table from "cli-table3";
+import type { Command } from "commander";
+import { loadCatalog } from "../../catalog/catalog.js";
+import { exportOpenApi } from "../../catalog/export-openapi.js";
+import type { Tool, ToolFormat } from "../../catalog/tool.js";
+import { TOOL_FORMATS } from "../../catalog/tool.js";
+import { TerrariumError } from "../../core/errors.js";
+import { CallValidator } from "../../validate/validator.js";
+import { type CliIo, collect, parseEffectOverrides } from "../io.js";
+
+interface SourceOptions {
+  effect?: string[];
+  as?: ToolFormat;
+}
+
+export function registerToolsCommands(program: Command, io: CliIo): void {
+  const tools = program
+    .command("tools")
+    .description("read tool definitions (OpenAPI 3.0/3.1, OpenAI, Anthropic, MCP, BFCL) and convert them");
+
+  const addSourceOptions = (command: Command) =>
+    command
+      .option(
+        "--effect <tool=effect>",
+        "set a tool's effect by hand: read, write or unknown (repeatable)",
+        collect,
+      )
+      .option(
+        "--as <format>",
+        `read every definition as this format instead of detecting it (${TOOL_FORMATS.join(", ")})`,
+      );
+
+  addSourceOptions(
+    tools
+      .command("list")
+      .argument("<source...>", "tool definition files (JSON, JSON Lines or YAML)")
+      .option("--json", "print the canonical tools as JSON")
+      .description("list the tools in one or more sources")
+      .addHelpText(
+        "after",
+        "\nExamples:\n  terrarium tools list petstore.openapi.yaml\n  terrarium tools list tools.json --json > canonical.json\n",
+      ),
+  ).action((sources: string[], options: SourceOptions & { json?: boolean }) => {
+    const catalog = loadFromSources(sources, options);
+    new CallValidator().prepare(catalog); // surface schemas Ajv cannot compile now, not at the first call
+    if (options.json) {
+      io.stdout.write(`${JSON.stringify(catalog.toJSON(), null, 2)}\n`);
+      return;
+    }
+    io.stdout.write(`${toolTable(catalog.tools, io.stdout.isTTY ? (process.stdout.columns ?? 120) : 120)}\n`);
+    io.stderr.write(`${catalog.size} tool${catalog.size === 1 ? "" : "s"}\n`);
+  });
+
+  addSourceOptions(
+    tools
+      .command("export")
+      .argument("<source...>", "tool definition files")
+      .option("--format <format>", "output format (openapi: OpenAPI 3.1 in Gecko's shape)", "openapi")
+      .option("--title <title>", "info.title of the exported document")
+      .description("write the tools of the sources as one OpenAPI 3.1 document on stdout")
+      .addHelpText(
+        "after",
+        "\nExample:\n  terrarium tools export tools.json mcp-tools.json --format openapi > tools.openapi.json\n",
+      ),
+  ).action((sources: string[], options: SourceOptions & { format: string; title?: string }) => {
+    if (options.format !== "openapi") {
+      throw new TerrariumError("INVALID_INPUT", `--format "${options.format}" is not supported; use openapi`);
+    }
+    const catalog = loadFromSources(sources, options);
+    new CallValidator().prepare(catalog);
+    const document = exportOpenApi(catalog, options.title ? { title: options.title } : {});
+    io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+  });
+}
+
+export function loadFromSources(sources: string[], options: SourceOptions) {
+  if (options.as !== undefined && !TOOL_FORMATS.includes(options.as)) {
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--as "${options.as}" is not a format; use one of ${TOOL_FORMATS.join(", ")}`,
+    );
+  }
+  const effects = parseEffectOverrides(options.effect);
+  return loadCatalog(sources, {
+    ...(options.as ? { format: options.as } : {}),
+    ...(effects ? { effects } : {}),
+  });
+}
+
+function toolTable(tools: Tool[], width: number): string {
+  const descriptionWidth = Math.max(20, width - 70);
+  const table = new Table({
+    head: ["tool", "effect", "format", "args", "description"],
+    style: { head: [], border: [], compact: true },
+    chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" },
+    wordWrap: false,
+  });
+  for (const tool of tools) {
+    const properties = Object.keys((tool.inputSchema.properties as object | undefined) ?? {});
+    const required = (tool.inputSchema.required as string[] | undefined)?.length ?? 0;
+    const description = tool.description.replace(/\s+/g, " ").trim();
+    table.push([
+      tool.name,
+      tool.effect + (tool.effectSource === "inferred" && tool.effect !== "unknown" ? "*" : ""),
+      tool.origin.format,
+      `${properties.length} (${required} req)`,
+      description.length > descriptionWidth ? `${description.slice(0, descriptionWidth - 1)}…` : description,
+    ]);
+  }
+  return `${table.toString()}\n* inferred from the HTTP method or the tool name; set it with --effect <tool>=read|write`;
+}

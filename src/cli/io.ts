@@ -1,0 +1,40 @@
+import type { ToolEffect } from "../catalog/tool.js";
+import { TOOL_EFFECTS } from "../catalog/tool.js";
+import { TerrariumError } from "../core/errors.js";
+
+/** Where a command writes; injected so tests can run the CLI in-process. */
+export interface CliIo {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stdin: NodeJS.ReadableStream;
+}
+
+export const processIo: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin };
+
+/** Parses repeated `--effect name=read|write|unknown` options. */
+export function parseEffectOverrides(values: string[] | undefined): Record<string, ToolEffect> | undefined {
+  if (!values || values.length === 0) return undefined;
+  const overrides: Record<string, ToolEffect> = {};
+  for (const value of values) {
+    const at = value.lastIndexOf("=");
+    const name = value.slice(0, at);
+    const effect = value.slice(at + 1) as ToolEffect;
+    if (at <= 0 || !TOOL_EFFECTS.includes(effect)) {
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `--effect "${value}" must look like <tool>=${TOOL_EFFECTS.join("|")} (for example send_email=write)`,
+      );
+    }
+    overrides[name] = effect;
+  }
+  return overrides;
+}
+
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** Writes a chunk and waits when the stream asks for it, so large outputs never pile up in memory. */
+export function write(stream: NodeJS.WritableStream, text: string): Promise<void> | void {
+  if (!stream.write(text)) return new Promise((resolve) => stream.once("drain", () => resolve()));
+}

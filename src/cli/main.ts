@@ -1,0 +1,63 @@
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command, CommanderError } from "commander";
+import { isTerrariumError } from "../core/errors.js";
+import { registerToolsCommands } from "./commands/tools.js";
+import { registerValidateCommand } from "./commands/validate.js";
+import { type CliIo, processIo } from "./io.js";
+
+export const VERSION = "0.1.0";
+
+/**
+ * Runs the terrarium CLI on `argv` (without the node and script entries) and resolves to the exit code.
+ * Errors terrarium understands are printed as one line naming the file and place; exit code 2 means the
+ * input was unusable, 1 that the command ran and found problems (e.g. --fail-on-invalid).
+ */
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  let exitCode = 0;
+  const program = new Command("terrarium")
+    .description("A simulated world for LLM agents: simulated tools, environments and users.")
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .showHelpAfterError("(run with --help for usage)");
+  registerToolsCommands(program, io);
+  registerValidateCommand(program, io, (code) => {
+    exitCode = code;
+  });
+  for (const command of program.commands) command.exitOverride();
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are "errors" to commander; they are successes to the user.
+      return error.exitCode === 0 || error.code === "commander.helpDisplayed" ? 0 : 2;
+    }
+    if (isTerrariumError(error)) {
+      io.stderr.write(`terrarium: ${error.describe()}\n`);
+      return 2;
+    }
+    io.stderr.write(`terrarium: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    return 1;
+  }
+}
+
+function isMain(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  runCli(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}
