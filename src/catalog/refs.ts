@@ -84,7 +84,6 @@ export function resolveLocalRefs(
   return visit(node, options.basePointer ?? "", options.basePointer ? [options.basePointer] : []);
 }
 
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -268,4 +268,3 @@ function dedupe(violations: Violation[]): Violation[] {
     return true;
   });
 }
-
