@@ -3,6 +3,7 @@ import addFormatsModule from "ajv-formats";
 import type { JsonSchema } from "../catalog/tool.js";
 import { hashJson } from "../core/canonical-json.js";
 import { TerrariumError } from "../core/errors.js";
+import { escapeToken } from "../core/json-pointer.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
@@ -58,15 +59,15 @@ export class SchemaCompiler {
       try {
         validate = this.ajv.compile(stripId(schema));
       } catch (error) {
-        const subject = where.tool ? `the schema of "${where.tool}"` : "the schema";
-        throw new TerrariumError(
-          "SCHEMA_COMPILE",
-          `${subject} cannot be compiled: ${(error as Error).message}`,
-          {
-            where: { file: where.file, pointer: where.pointer },
-            cause: error,
-          },
-        );
+        const subject = where.tool ? `the input schema of "${where.tool}"` : "the schema";
+        const badPattern = findInvalidPattern(schema);
+        const reason = badPattern
+          ? `invalid regular expression ${JSON.stringify(badPattern.pattern)} at ${badPattern.pointer} (${badPattern.reason})`
+          : (error as Error).message;
+        throw new TerrariumError("SCHEMA_COMPILE", `${subject} cannot be compiled: ${reason}`, {
+          where: { file: where.file, pointer: where.pointer },
+          cause: error,
+        });
       }
       this.byHash.set(key, validate);
     }
@@ -101,4 +102,36 @@ function stripId(schema: JsonSchema): JsonSchema {
   if (typeof schema !== "object" || schema === null || !("$id" in schema)) return schema;
   const { $id: _id, ...rest } = schema;
   return rest;
+}
+
+/** The first `pattern` (or `patternProperties` key) that is not a valid Unicode regular expression. */
+function findInvalidPattern(
+  schema: unknown,
+  pointer = "",
+): { pattern: string; pointer: string; reason: string } | undefined {
+  if (Array.isArray(schema)) {
+    for (const [index, item] of schema.entries()) {
+      const found = findInvalidPattern(item, `${pointer}/${index}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (schema === null || typeof schema !== "object") return undefined;
+  for (const [key, value] of Object.entries(schema)) {
+    const here = `${pointer}/${escapeToken(key)}`;
+    const candidates = key === "pattern" && typeof value === "string" ? [value] : [];
+    if (key === "patternProperties" && value && typeof value === "object")
+      candidates.push(...Object.keys(value));
+    for (const pattern of candidates) {
+      try {
+        new RegExp(pattern, "u");
+      } catch (error) {
+        const reason = (error as Error).message.replace(/^Invalid regular expression: \/.*\/u?: /, "");
+        return { pattern, pointer: key === "pattern" ? here : `${here}/${escapeToken(pattern)}`, reason };
+      }
+    }
+    const found = findInvalidPattern(value, here);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -27,8 +27,8 @@ export function detectFunctionFormat(definition: unknown): FunctionStyleFormat |
   if ("input_schema" in definition) return "anthropic";
   if ("inputSchema" in definition) return "mcp";
   if ("response" in definition || usesBfclTypes(definition.parameters)) return "bfcl";
-  if ("parameters" in definition || "description" in definition) return "function";
-  return undefined;
+  // A bare {name, description?, parameters?}: a tool that may take no arguments at all.
+  return "function";
 }
 
 export interface FunctionToolContext {
