@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled into dist/ by `npm run build` (which `npm ci` runs via `prepare`).
+// Thin launcher: the CLI is compiled into dist/ by `npm run build` (which `npm install` runs via `prepare`).
 import("../dist/cli.js").then(
   async ({ runCli }) => {
     process.exitCode = await runCli(process.argv.slice(2));
