@@ -61,7 +61,8 @@ function main(): void {
   const ajv = createAjv();
   const rawCompiled = new Map<Tool, ValidateFunction>();
   let started = performance.now();
-  for (const w of valid) if (!rawCompiled.has(w.tool)) rawCompiled.set(w.tool, ajv.compile(w.tool.inputSchema));
+  for (const w of valid)
+    if (!rawCompiled.has(w.tool)) rawCompiled.set(w.tool, ajv.compile(w.tool.inputSchema));
   const rawCompileMs = performance.now() - started;
 
   const validator = new CallValidator();
@@ -74,7 +75,12 @@ function main(): void {
 
   const rows = [
     { workload: "valid calls", n: valid.length, raw: throughput(valid, raw), ours: throughput(valid, ours) },
-    { workload: "invalid calls", n: invalid.length, raw: throughput(invalid, raw), ours: throughput(invalid, ours) },
+    {
+      workload: "invalid calls",
+      n: invalid.length,
+      raw: throughput(invalid, raw),
+      ours: throughput(invalid, ours),
+    },
     { workload: "mixed 50/50", n: mixed.length, raw: throughput(mixed, raw), ours: throughput(mixed, ours) },
   ].map((row) => ({ ...row, overhead: row.raw / row.ours }));
 
@@ -93,11 +99,15 @@ function main(): void {
     return;
   }
   const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
-  console.log(`validation throughput on ${report.tools} BFCL tools (simple, multiple, parallel), calls per second`);
+  console.log(
+    `validation throughput on ${report.tools} BFCL tools (simple, multiple, parallel), calls per second`,
+  );
   console.log("| workload | calls | raw Ajv (baseline) | terrarium | overhead |");
   console.log("|---|---:|---:|---:|---:|");
   for (const row of rows) {
-    console.log(`| ${row.workload} | ${row.n} | ${fmt(row.raw)} | ${fmt(row.ours)} | ${row.overhead.toFixed(2)}x |`);
+    console.log(
+      `| ${row.workload} | ${row.n} | ${fmt(row.raw)} | ${fmt(row.ours)} | ${row.overhead.toFixed(2)}x |`,
+    );
   }
   console.log(
     `compile once: raw Ajv ${rawCompileMs.toFixed(0)} ms for ${rawCompiled.size} schemas; terrarium ${ourCompileMs.toFixed(0)} ms (deduplicated by content)`,
