@@ -31,7 +31,13 @@ function write(value: unknown, ancestors: Set<object>): string {
   ancestors.add(object);
   let text: string;
   if (Array.isArray(object)) {
-    text = `[${object.map((item) => (item === undefined ? "null" : write(item, ancestors))).join(",")}]`;
+    // An index loop, not map(): map skips the holes of sparse arrays, which JSON writes as null.
+    const items: string[] = [];
+    for (let index = 0; index < object.length; index++) {
+      const item = object[index];
+      items.push(item === undefined ? "null" : write(item, ancestors));
+    }
+    text = `[${items.join(",")}]`;
   } else {
     const toJson = (object as { toJSON?: () => unknown }).toJSON;
     if (typeof toJson === "function") {

@@ -17,8 +17,7 @@ export class ManualClock implements Clock {
     start: number | string | Date = "2025-01-01T00:00:00.000Z",
     private readonly stepMs = 0,
   ) {
-    this.current = typeof start === "number" ? start : new Date(start).getTime();
-    if (Number.isNaN(this.current)) throw new RangeError(`ManualClock: "${String(start)}" is not a date`);
+    this.current = toMillis(start);
   }
 
   now(): number {
@@ -32,8 +31,14 @@ export class ManualClock implements Clock {
   }
 
   set(time: number | string | Date): void {
-    this.current = typeof time === "number" ? time : new Date(time).getTime();
+    this.current = toMillis(time);
   }
+}
+
+function toMillis(time: number | string | Date): number {
+  const millis = typeof time === "number" ? time : new Date(time).getTime();
+  if (!Number.isFinite(millis)) throw new RangeError(`ManualClock: "${String(time)}" is not a date`);
+  return millis;
 }
 
 export function isoNow(clock: Clock): string {

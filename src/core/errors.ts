@@ -46,14 +46,18 @@ export class TerrariumError extends Error {
 
   /** Same error, located in `where` (fields already set win: the innermost location is the most precise). */
   locatedIn(where: ErrorLocation): TerrariumError {
+    const merged: ErrorLocation = { ...where };
+    for (const [key, value] of Object.entries(this.where) as Array<[keyof ErrorLocation, never]>) {
+      if (value !== undefined) merged[key] = value;
+    }
     return new TerrariumError(this.code, this.message, {
-      where: { ...where, ...this.where },
+      where: merged,
       details: this.details,
       cause: this.cause,
     });
   }
 
-  /** `file#/pointer:line: message [CODE]`, the form the CLI prints. */
+  /** `file:line#/pointer: message [CODE]`, the form the CLI prints. */
   describe(): string {
     const place = formatLocation(this.where);
     return `${place ? `${place}: ` : ""}${this.message} [${this.code}]`;

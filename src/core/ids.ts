@@ -31,6 +31,9 @@ export function createIdGenerator(random: Random, length = 12): IdGenerator {
 
 /** A stable id derived from content (for "deterministic identifiers derived from the arguments"). */
 export function contentId(text: string, prefix = "", length = 12): string {
+  if (!Number.isInteger(length) || length < 1 || length > 32) {
+    throw new RangeError(`contentId: length must be an integer from 1 to 32, got ${length}`);
+  }
   const digest = createHash("sha256").update(text).digest();
   let id = "";
   for (let i = 0; i < length; i++) id += ALPHABET[(digest[i] as number) % 32];

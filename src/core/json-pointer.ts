@@ -19,7 +19,13 @@ export function parsePointer(pointer: string): string[] {
   if (!pointer.startsWith("/")) {
     throw new TerrariumError("INVALID_POINTER", `JSON Pointer "${pointer}" must be empty or start with "/"`);
   }
-  return pointer.slice(1).split("/").map(unescapeToken);
+  const tokens = pointer.slice(1).split("/");
+  for (const token of tokens) {
+    if (/~(?![01])/.test(token)) {
+      throw new TerrariumError("INVALID_POINTER", `JSON Pointer "${pointer}" has "~" not followed by 0 or 1`);
+    }
+  }
+  return tokens.map(unescapeToken);
 }
 
 /** Appends tokens to a pointer. */

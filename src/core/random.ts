@@ -32,8 +32,16 @@ class Sfc32Random implements Random {
   private c: number;
   private d: number;
 
-  constructor(readonly seed: string) {
-    const digest = createHash("sha256").update(seed).digest();
+  /**
+   * @param seed the seed as shown to people
+   * @param material what the state is hashed from; derived sources use a separate domain so that
+   *   `derive("b")` of seed "a" never equals a source seeded "a/b".
+   */
+  constructor(
+    readonly seed: string,
+    private readonly material: string = seed,
+  ) {
+    const digest = createHash("sha256").update(material).digest();
     this.a = digest.readUInt32LE(0);
     this.b = digest.readUInt32LE(4);
     this.c = digest.readUInt32LE(8);
@@ -69,6 +77,6 @@ class Sfc32Random implements Random {
   }
 
   derive(label: string): Random {
-    return new Sfc32Random(`${this.seed}/${label}`);
+    return new Sfc32Random(`${this.seed}/${label}`, `derive\u0000${JSON.stringify([this.material, label])}`);
   }
 }
