@@ -1,4 +1,4 @@
-import { createWriteStream, statSync } from "node:fs";
+import { createWriteStream, statSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import type { ToolFormat } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
@@ -87,7 +87,6 @@ Examples:
       const seconds = (performance.now() - started) / 1000;
       if (!options.quiet) io.stderr.write(`${clearLine(progress)}${formatSummary(summary, seconds)}\n`);
       if (options.summaryJson) {
-        const { writeFileSync } = await import("node:fs");
         writeFileSync(
           options.summaryJson,
           `${JSON.stringify({ schemaVersion: 1, ...summary, seconds }, null, 2)}\n`,
