@@ -111,9 +111,14 @@ export async function startScriptedLlmServer(
 function respond(res: ServerResponse, step: ScriptStep, body: any, n: number): void {
   if (res.destroyed) return;
   const status = step.status ?? (step.error ? 500 : 200);
-  if (step.raw !== undefined) return send(res, status, step.headers, step.raw);
-  if (step.error)
-    return send(res, status, step.headers, JSON.stringify({ error: { type: "error", ...step.error } }));
+  if (step.raw !== undefined) {
+    send(res, status, step.headers, step.raw);
+    return;
+  }
+  if (step.error) {
+    send(res, status, step.headers, JSON.stringify({ error: { type: "error", ...step.error } }));
+    return;
+  }
   const reply = step.reply ?? { content: "" };
   const toolCalls = (reply.toolCalls ?? []).map((call, i) => ({
     id: call.id ?? `call_${n}_${i}`,

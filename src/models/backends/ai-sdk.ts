@@ -88,7 +88,7 @@ function parseArguments(input: string): unknown {
 
 /** terrarium messages -> the AI SDK's provider-level prompt. */
 export function toPrompt(messages: Message[]): LanguageModelV3Prompt {
-  return messages.map((message) => {
+  return messages.map((message): LanguageModelV3Prompt[number] => {
     switch (message.role) {
       case "system":
         return { role: "system", content: message.content };
@@ -107,7 +107,7 @@ export function toPrompt(messages: Message[]): LanguageModelV3Prompt {
             })),
           ],
         };
-      case "tool":
+      default:
         return {
           role: "tool",
           content: [
