@@ -1,4 +1,4 @@
 export * from "./catalog/index.js";
 export * from "./core/index.js";
-export * from "./validate/index.js";
 export * from "./models/index.js";
+export * from "./validate/index.js";

@@ -1,3 +1,4 @@
+import Table from "cli-table3";
 import type { ToolEffect } from "../catalog/tool.js";
 import { TOOL_EFFECTS } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
@@ -37,4 +38,14 @@ export function collect(value: string, previous: string[] = []): string[] {
 /** Writes a chunk and waits when the stream asks for it, so large outputs never pile up in memory. */
 export function write(stream: NodeJS.WritableStream, text: string): Promise<void> | void {
   if (!stream.write(text)) return new Promise((resolve) => stream.once("drain", () => resolve()));
+}
+
+/** A table with a header rule and no rules between rows. */
+export function compactTable(head: string[]): Table.Table {
+  return new Table({
+    head,
+    style: { head: [], border: [], compact: true },
+    chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" },
+    wordWrap: false,
+  });
 }

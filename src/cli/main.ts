@@ -2,6 +2,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
+import { registerModelsCommands } from "./commands/models.js";
 import { registerToolsCommands } from "./commands/tools.js";
 import { registerValidateCommand } from "./commands/validate.js";
 import { type CliIo, processIo } from "./io.js";
@@ -18,6 +19,10 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   const program = new Command("terrarium")
     .description("A simulated world for LLM agents: simulated tools, environments and users.")
     .version(VERSION)
+    .option(
+      "--config <file>",
+      "terrarium.config.yaml to use (default: ./terrarium.config.yaml or $TERRARIUM_CONFIG)",
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
@@ -25,10 +30,16 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     })
     .showHelpAfterError("(run with --help for usage)");
   registerToolsCommands(program, io);
-  registerValidateCommand(program, io, (code) => {
+  const setExitCode = (code: number) => {
     exitCode = code;
-  });
-  for (const command of program.commands) command.exitOverride();
+  };
+  registerValidateCommand(program, io, setExitCode);
+  registerModelsCommands(program, io, setExitCode);
+  const overrideAll = (command: Command): void => {
+    command.exitOverride();
+    command.commands.forEach(overrideAll);
+  };
+  overrideAll(program);
   try {
     await program.parseAsync(argv, { from: "user" });
     return exitCode;

@@ -84,8 +84,8 @@ export async function createBackend(name: string, context: RegistryContext): Pro
       "MODEL_UNKNOWN_PROVIDER",
       `unknown provider "${provider}" in "${name}". Built in: ${BUILTIN_PROVIDERS.join(", ")}` +
         (configured.length ? `; configured: ${configured.join(", ")}` : "") +
-        `. To add an OpenAI-compatible endpoint, declare it in terrarium.config.yaml:\n` +
-        `providers:\n  ${provider}:\n    type: openai-compatible\n    baseURL: http://127.0.0.1:8000/v1`,
+        `. To add an OpenAI-compatible endpoint, declare it in terrarium.config.yaml: ` +
+        `providers: { ${provider}: { type: openai-compatible, baseURL: "http://127.0.0.1:8000/v1" } }`,
     );
   }
   const type = providerType(provider, settings);

@@ -1,4 +1,3 @@
-import Table from "cli-table3";
 import type { Command } from "commander";
 import { loadCatalog } from "../../catalog/catalog.js";
 import { exportOpenApi } from "../../catalog/export-openapi.js";
@@ -6,7 +5,7 @@ import type { Tool, ToolFormat } from "../../catalog/tool.js";
 import { TOOL_FORMATS } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
 import { CallValidator } from "../../validate/validator.js";
-import { type CliIo, collect, parseEffectOverrides } from "../io.js";
+import { type CliIo, collect, compactTable, parseEffectOverrides } from "../io.js";
 
 interface SourceOptions {
   effect?: string[];
@@ -89,12 +88,7 @@ export function loadFromSources(sources: string[], options: SourceOptions) {
 
 function toolTable(tools: Tool[], width: number): string {
   const descriptionWidth = Math.max(20, width - 70);
-  const table = new Table({
-    head: ["tool", "effect", "format", "args", "description"],
-    style: { head: [], border: [], compact: true },
-    chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" },
-    wordWrap: false,
-  });
+  const table = compactTable(["tool", "effect", "format", "args", "description"]);
   for (const tool of tools) {
     const properties = Object.keys((tool.inputSchema.properties as object | undefined) ?? {});
     const required = (tool.inputSchema.required as string[] | undefined)?.length ?? 0;

@@ -53,7 +53,6 @@ export class MockBackend implements ModelBackend {
   readonly capabilities: BackendCapabilities;
   private readonly script: z.infer<typeof Script>;
   private readonly used = new Set<number>();
-  private cursor = 0;
 
   constructor(
     readonly name: string,
@@ -105,18 +104,19 @@ export class MockBackend implements ModelBackend {
     };
   }
 
-  /** The next unused reply that applies to this request (in script order). */
+  /** The first unused reply (in script order) that applies to this request; a looping script starts over. */
   private nextReply(lastUser: string): number {
     const replies = this.script.replies;
-    for (let step = 0; step < replies.length; step++) {
-      const index = (this.cursor + step) % replies.length;
-      if (this.used.has(index) && !this.script.loop) continue;
-      const when = replies[index]?.when;
-      if (when !== undefined && !new RegExp(when, "i").test(lastUser)) continue;
-      this.used.add(index);
-      this.cursor = index + 1;
-      if (this.script.loop && this.cursor >= replies.length) this.cursor = 0;
-      return index;
+    for (let pass = 0; pass < 2; pass++) {
+      for (let index = 0; index < replies.length; index++) {
+        if (this.used.has(index)) continue;
+        const when = replies[index]?.when;
+        if (when !== undefined && !new RegExp(when, "i").test(lastUser)) continue;
+        this.used.add(index);
+        return index;
+      }
+      if (!this.script.loop) break;
+      this.used.clear();
     }
     throw new TerrariumError(
       "MODEL_CALL_FAILED",
