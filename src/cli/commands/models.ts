@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { TerrariumError } from "../../core/errors.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
-import { BUILTIN_PROVIDERS, parseModelName, providerSettings, providerType } from "../../models/registry.js";
+import { parseModelName, providerSettings, providerType } from "../../models/registry.js";
 import { type CliIo, compactTable } from "../io.js";
 
 /** The structured-output round trip of `models check`. */
@@ -130,13 +130,13 @@ export function registerModelsCommands(
         if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
         else {
           io.stdout.write(
-            [
+            `${[
               `model       ${model} (provider ${provider})`,
               `structured  ${report.structuredMode}${report.repairs ? ` after ${report.repairs} repair(s)` : ""}`,
               `answer      ${JSON.stringify(report.answer)}${report.correct ? "" : " (valid, but the sum is wrong)"}`,
               `latency     ${report.latencyMs} ms over ${report.attempts} attempt(s)`,
               `tokens      ${report.inputTokens} in, ${report.outputTokens} out, $${report.costUsd.toFixed(6)}`,
-            ].join("\n") + "\n",
+            ].join("\n")}\n`,
           );
         }
       } catch (error) {
