@@ -1,119 +1,43 @@
 /**
- * `npm run bench`: validation throughput on the BFCL tools, terrarium's CallValidator beside raw Ajv on
- * the same schemas with the same options, measured in the same run. Prints a table (or JSON with --json).
+ * `npm run bench [-- <name>...] [--json]`: runs the benchmarks (all by default) and prints a table for
+ * each, every one against a baseline measured in the same run. Exits non-zero when a target is missed.
  */
-import { join } from "node:path";
-import type { ValidateFunction } from "ajv";
-import { Catalog, type Tool } from "../src/catalog/index.js";
-import { CallValidator, createAjv } from "../src/validate/index.js";
-import { bfclCategory, groundTruthCalls } from "../test/helpers/bfcl.js";
+import type { BenchResult } from "./report.js";
 
-interface Workload {
-  catalog: Catalog;
-  tool: Tool;
-  call: { name: string; arguments: Record<string, unknown> };
-}
+const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
+  validate: async () => (await import("./validate.js")).benchValidate(),
+  models: async () => (await import("./models.js")).benchModels(),
+};
 
-function buildWorkloads(): { valid: Workload[]; invalid: Workload[] } {
-  const valid: Workload[] = [];
-  const invalid: Workload[] = [];
-  for (const category of ["simple", "multiple", "parallel"]) {
-    for (const { question, answer } of bfclCategory(category)) {
-      const catalog = Catalog.fromDocument(question.function);
-      for (const call of groundTruthCalls(answer)) {
-        const tool = catalog.get(call.name);
-        if (!tool) continue;
-        valid.push({ catalog, tool, call });
-        // Broken the way models break calls: an unknown argument, and a required one dropped.
-        const required = (tool.inputSchema.required as string[] | undefined) ?? [];
-        const args: Record<string, unknown> = { ...call.arguments, not_a_parameter: 1 };
-        if (required[0]) delete args[required[0]];
-        invalid.push({ catalog, tool, call: { name: call.name, arguments: args } });
-      }
-    }
-  }
-  return { valid, invalid };
-}
-
-/** Median calls per second over `rounds` timed rounds of `fn` applied to every workload. */
-function throughput(workloads: Workload[], fn: (w: Workload) => unknown, rounds = 7): number {
-  const perRound: number[] = [];
-  for (let round = -2; round < rounds; round++) {
-    let calls = 0;
-    const started = process.hrtime.bigint();
-    do {
-      for (const workload of workloads) fn(workload);
-      calls += workloads.length;
-    } while (process.hrtime.bigint() - started < 200_000_000n);
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    if (round >= 0) perRound.push(calls / seconds); // the first rounds warm the JIT up
-  }
-  perRound.sort((a, b) => a - b);
-  return perRound[Math.floor(perRound.length / 2)] as number;
-}
-
-function main(): void {
-  const asJson = process.argv.includes("--json");
-  const { valid, invalid } = buildWorkloads();
-  const mixed = valid.flatMap((w, i) => [w, invalid[i] as Workload]);
-
-  // Raw Ajv baseline: one Ajv with terrarium's options, each schema compiled once up front.
-  const ajv = createAjv();
-  const rawCompiled = new Map<Tool, ValidateFunction>();
-  let started = performance.now();
-  for (const w of valid)
-    if (!rawCompiled.has(w.tool)) rawCompiled.set(w.tool, ajv.compile(w.tool.inputSchema));
-  const rawCompileMs = performance.now() - started;
-
-  const validator = new CallValidator();
-  started = performance.now();
-  for (const w of valid) validator.prepare(w.catalog);
-  const ourCompileMs = performance.now() - started;
-
-  const raw = (w: Workload) => (rawCompiled.get(w.tool) as ValidateFunction)(w.call.arguments);
-  const ours = (w: Workload) => validator.validate(w.catalog, w.call);
-
-  const rows = [
-    { workload: "valid calls", n: valid.length, raw: throughput(valid, raw), ours: throughput(valid, ours) },
-    {
-      workload: "invalid calls",
-      n: invalid.length,
-      raw: throughput(invalid, raw),
-      ours: throughput(invalid, ours),
-    },
-    { workload: "mixed 50/50", n: mixed.length, raw: throughput(mixed, raw), ours: throughput(mixed, ours) },
-  ].map((row) => ({ ...row, overhead: row.raw / row.ours }));
-
-  const report = {
-    schemaVersion: 1,
-    benchmark: "validate-bfcl",
-    data: join("test", "fixtures", "bfcl"),
-    tools: rawCompiled.size,
-    compile: { rawAjvMs: rawCompileMs, terrariumMs: ourCompileMs },
-    rows,
-    target: "terrarium overhead over raw Ajv < 2x",
-    pass: rows.every((row) => row.overhead < 2),
-  };
-  if (asJson) {
-    console.log(JSON.stringify(report, null, 2));
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const asJson = args.includes("--json");
+  const names = args.filter((arg) => !arg.startsWith("--"));
+  const unknown = names.filter((name) => !(name in BENCHMARKS));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown benchmark ${unknown.join(", ")}; choose from ${Object.keys(BENCHMARKS).join(", ")}`,
+    );
+    process.exitCode = 2;
     return;
   }
-  const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
-  console.log(
-    `validation throughput on ${report.tools} BFCL tools (simple, multiple, parallel), calls per second`,
-  );
-  console.log("| workload | calls | raw Ajv (baseline) | terrarium | overhead |");
-  console.log("|---|---:|---:|---:|---:|");
-  for (const row of rows) {
+  const results: BenchResult[] = [];
+  for (const name of names.length > 0 ? names : Object.keys(BENCHMARKS)) {
+    if (!asJson) console.error(`running ${name}…`);
+    const result = await (BENCHMARKS[name] as () => Promise<BenchResult>)();
+    results.push(result);
+    if (!asJson) console.log(`\n## ${result.name}\n${result.lines.join("\n")}`);
+  }
+  if (asJson) {
     console.log(
-      `| ${row.workload} | ${row.n} | ${fmt(row.raw)} | ${fmt(row.ours)} | ${row.overhead.toFixed(2)}x |`,
+      JSON.stringify(
+        { schemaVersion: 1, results: results.map(({ name, report, pass }) => ({ name, pass, ...report })) },
+        null,
+        2,
+      ),
     );
   }
-  console.log(
-    `compile once: raw Ajv ${rawCompileMs.toFixed(0)} ms for ${rawCompiled.size} schemas; terrarium ${ourCompileMs.toFixed(0)} ms (deduplicated by content)`,
-  );
-  console.log(`target: overhead < 2x on every workload -> ${report.pass ? "met" : "NOT MET"}`);
-  if (!report.pass) process.exitCode = 1;
+  if (results.some((result) => result.pass === false)) process.exitCode = 1;
 }
 
 main();
