@@ -7,4 +7,6 @@ export default defineConfig({
   dts: { entry: { index: "src/index.ts" } },
   sourcemap: true,
   clean: true,
+  // Dependencies stay in node_modules: optional native ones (node-llama-cpp) must load lazily, not be bundled.
+  skipNodeModulesBundle: true,
 });
