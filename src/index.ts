@@ -1,4 +1,5 @@
 export * from "./catalog/index.js";
 export * from "./core/index.js";
+export * from "./envs/index.js";
 export * from "./models/index.js";
 export * from "./validate/index.js";

@@ -6,8 +6,9 @@ export type JsonObjectSchema = { [keyword: string]: unknown };
 export type ToolEffect = "read" | "write" | "unknown";
 export const TOOL_EFFECTS: readonly ToolEffect[] = ["read", "write", "unknown"];
 
-/** The tool-definition formats the catalog reads. */
-export type ToolFormat = "openapi" | "openai" | "function" | "anthropic" | "mcp" | "bfcl";
+/** The tool-definition formats the catalog reads, and `environment` for tools defined in code. */
+export type ToolFormat = "openapi" | "openai" | "function" | "anthropic" | "mcp" | "bfcl" | "environment";
+/** The formats a tool source file can be read as. */
 export const TOOL_FORMATS: readonly ToolFormat[] = [
   "openapi",
   "openai",

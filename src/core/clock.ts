@@ -26,6 +26,11 @@ export class ManualClock implements Clock {
     return reading;
   }
 
+  /** A clock at the same reading with the same step, advancing on its own from now on. */
+  clone(): ManualClock {
+    return new ManualClock(this.current, this.stepMs);
+  }
+
   advance(ms: number): void {
     this.current += ms;
   }

@@ -10,6 +10,16 @@ export {
 } from "./errors.js";
 export { contentId, createIdGenerator, type IdGenerator } from "./ids.js";
 export {
+  applyChanges,
+  applyEnvSimChanges,
+  diffEnvSim,
+  diffJson,
+  type EnvSimChange,
+  envSimToJsonChange,
+  type JsonChange,
+  type JsonValue,
+} from "./json-diff.js";
+export {
   dottedToPointer,
   escapeToken,
   formatPointer,

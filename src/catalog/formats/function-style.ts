@@ -15,7 +15,7 @@ import type { JsonObjectSchema, JsonSchema, Tool, ToolFormat } from "../tool.js"
  * The function-style formats: one object per tool with a name, a description and an argument schema.
  * They differ only in where the schema sits and which dialect it is written in.
  */
-export type FunctionStyleFormat = Exclude<ToolFormat, "openapi">;
+export type FunctionStyleFormat = Exclude<ToolFormat, "openapi" | "environment">;
 
 /** Says which function-style format one tool definition is in, or undefined when it is none of them. */
 export function detectFunctionFormat(definition: unknown): FunctionStyleFormat | undefined {

@@ -1,0 +1,152 @@
+import { canonicalJson } from "./canonical-json.js";
+import { TerrariumError } from "./errors.js";
+import { escapeToken, formatPointer, parsePointer } from "./json-pointer.js";
+
+/**
+ * State changes in the two forms terrarium uses, and exact application of both.
+ *
+ * - `JsonChange`: JSON Patch style, `add | replace | remove` at a JSON Pointer, with the value before and
+ *   after. Objects and arrays are walked, so applying the changes to `before` gives `after` exactly.
+ * - `EnvSimChange`: EnvSimBench style, `{path: "a.b.c", type: added | modified | removed, before, after}`,
+ *   walking into objects only: a changed list is one `modified` change. Its count is an environment
+ *   step's Δ.
+ */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export interface JsonChange {
+  op: "add" | "replace" | "remove";
+  path: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface EnvSimChange {
+  path: string;
+  type: "added" | "modified" | "removed";
+  before?: unknown;
+  after?: unknown;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+/** JSON Patch-style changes turning `before` into `after`. */
+export function diffJson(before: unknown, after: unknown, path = ""): JsonChange[] {
+  if (same(before, after)) return [];
+  if (isObject(before) && isObject(after)) {
+    const changes: JsonChange[] = [];
+    for (const key of Object.keys(before)) {
+      const child = `${path}/${escapeToken(key)}`;
+      if (!Object.hasOwn(after, key)) changes.push({ op: "remove", path: child, before: before[key] });
+      else changes.push(...diffJson(before[key], after[key], child));
+    }
+    for (const key of Object.keys(after)) {
+      if (!Object.hasOwn(before, key))
+        changes.push({ op: "add", path: `${path}/${escapeToken(key)}`, after: after[key] });
+    }
+    return changes;
+  }
+  if (Array.isArray(before) && Array.isArray(after)) {
+    const changes: JsonChange[] = [];
+    const common = Math.min(before.length, after.length);
+    for (let i = 0; i < common; i++) changes.push(...diffJson(before[i], after[i], `${path}/${i}`));
+    for (let i = common; i < after.length; i++)
+      changes.push({ op: "add", path: `${path}/${i}`, after: after[i] });
+    // Remove from the end so that each index is still right when its turn comes.
+    for (let i = before.length - 1; i >= common; i--)
+      changes.push({ op: "remove", path: `${path}/${i}`, before: before[i] });
+    return changes;
+  }
+  return [{ op: "replace", path, before, after }];
+}
+
+/** EnvSimBench-style changes: objects are walked, anything else (lists included) changes as a whole. */
+export function diffEnvSim(before: unknown, after: unknown, path: string[] = []): EnvSimChange[] {
+  if (same(before, after)) return [];
+  if (isObject(before) && isObject(after)) {
+    const changes: EnvSimChange[] = [];
+    for (const key of Object.keys(before)) {
+      if (!Object.hasOwn(after, key))
+        changes.push({ path: [...path, key].join("."), type: "removed", before: before[key] });
+      else changes.push(...diffEnvSim(before[key], after[key], [...path, key]));
+    }
+    for (const key of Object.keys(after)) {
+      if (!Object.hasOwn(before, key))
+        changes.push({ path: [...path, key].join("."), type: "added", after: after[key] });
+    }
+    return changes;
+  }
+  return [{ path: path.join("."), type: "modified", before, after }];
+}
+
+/** Applies JSON Patch-style changes exactly; returns a new document (the input is not modified). */
+export function applyChanges<T>(document: T, changes: readonly JsonChange[]): T {
+  let result: unknown = structuredClone(document);
+  for (const change of changes) result = applyOne(result, change);
+  return result as T;
+}
+
+function applyOne(document: unknown, change: JsonChange): unknown {
+  const tokens = parsePointer(change.path);
+  if (tokens.length === 0) {
+    if (change.op === "remove")
+      throw new TerrariumError("INVALID_POINTER", "cannot remove the whole document");
+    return structuredClone(change.after);
+  }
+  const parent = walk(document, tokens.slice(0, -1), change.path);
+  const last = tokens[tokens.length - 1] as string;
+  if (Array.isArray(parent)) {
+    const index = last === "-" ? parent.length : Number(last);
+    if (!Number.isInteger(index) || index < 0 || index > parent.length) {
+      throw new TerrariumError("INVALID_POINTER", `index ${last} is outside the array at ${change.path}`);
+    }
+    if (change.op === "add") parent.splice(index, 0, structuredClone(change.after));
+    else if (index >= parent.length) throw new TerrariumError("INVALID_POINTER", `nothing at ${change.path}`);
+    else if (change.op === "replace") parent[index] = structuredClone(change.after);
+    else parent.splice(index, 1);
+    return document;
+  }
+  if (!isObject(parent))
+    throw new TerrariumError("INVALID_POINTER", `${change.path} is not inside an object or array`);
+  if (change.op === "remove") {
+    if (!Object.hasOwn(parent, last))
+      throw new TerrariumError("INVALID_POINTER", `nothing to remove at ${change.path}`);
+    delete parent[last];
+  } else {
+    if (change.op === "replace" && !Object.hasOwn(parent, last)) {
+      throw new TerrariumError("INVALID_POINTER", `nothing to replace at ${change.path}`);
+    }
+    parent[last] = structuredClone(change.after);
+  }
+  return document;
+}
+
+function walk(document: unknown, tokens: string[], path: string): unknown {
+  let current = document;
+  for (const token of tokens) {
+    if (Array.isArray(current)) current = current[Number(token)];
+    else if (isObject(current) && Object.hasOwn(current, token)) current = current[token];
+    else throw new TerrariumError("INVALID_POINTER", `the path ${path} does not exist`);
+  }
+  return current;
+}
+
+/** Applies EnvSimBench-style changes exactly (dotted paths into objects); returns a new document. */
+export function applyEnvSimChanges<T>(document: T, changes: readonly EnvSimChange[]): T {
+  return applyChanges(document, changes.map(envSimToJsonChange));
+}
+
+/** The JSON Patch-style equivalent of an EnvSimBench change (paths split on "."). */
+export function envSimToJsonChange(change: EnvSimChange): JsonChange {
+  const path = change.path === "" ? "" : formatPointer(change.path.split("."));
+  if (change.type === "added") return { op: "add", path, after: change.after };
+  if (change.type === "removed") return { op: "remove", path, before: change.before };
+  return { op: "replace", path, before: change.before, after: change.after };
+}

@@ -1,0 +1,219 @@
+import { Catalog } from "../catalog/catalog.js";
+import { closeArgumentObject, emptyArgumentSchema, toJsonSchema2020 } from "../catalog/json-schema.js";
+import type { JsonObjectSchema, JsonSchema, Tool, ToolEffect } from "../catalog/tool.js";
+import { type Clock, ManualClock, systemClock } from "../core/clock.js";
+import { createIdGenerator, type IdGenerator } from "../core/ids.js";
+import { createRandom, type Random, unseededRandom } from "../core/random.js";
+import { CallValidator } from "../validate/validator.js";
+import { makeTransition } from "./transition.js";
+import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "./types.js";
+
+/** Where a seeded run's clock starts: every seeded run sees the same times. */
+export const SEEDED_CLOCK_START = "2025-01-01T00:00:00.000Z";
+
+/** What a tool implementation gets: a draft of the state to change, its arguments, and the runtime sources. */
+export interface ToolContext<S> {
+  /** A private copy of the state: change it freely; it becomes the new state only if `run` returns. */
+  state: S;
+  args: Record<string, any>;
+  clock: Clock;
+  /** The current time as an ISO 8601 string, from the injected clock. */
+  now(): string;
+  random: Random;
+  ids: IdGenerator;
+  /** Rejects the call (a guard): the state stays as it was and the step is a failure. */
+  fail(message: string, details?: Record<string, unknown>): never;
+}
+
+export interface ToolImplementation<S> {
+  description: string;
+  /** JSON Schema of the arguments (an object schema; unknown arguments are rejected). */
+  input?: JsonObjectSchema;
+  output?: JsonSchema;
+  effect: ToolEffect;
+  run(context: ToolContext<S>): unknown;
+}
+
+export interface EnvironmentDefinition<S> {
+  name: string;
+  description: string;
+  initialState: S | (() => S);
+  tools: Record<string, ToolImplementation<S>>;
+  /** The module file that defines it, for EnvSimBench prompts that show the implementation. */
+  file?: string;
+}
+
+/** A guard's rejection, raised by `context.fail`. */
+export class ToolFailure extends Error {
+  constructor(
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Defines a TypeScript environment. Steps are pure underneath: each runs on a copy of the state, so the
+ * input is never changed, a rejected or crashing call leaves the state as it was, and an instance can start
+ * from any recorded state.
+ */
+export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Environment {
+  const tools: Tool[] = Object.entries(definition.tools).map(([name, tool]) => ({
+    name,
+    description: tool.description,
+    inputSchema: closeArgumentObject(
+      tool.input
+        ? (toJsonSchema2020({ type: "object", ...tool.input }) as JsonObjectSchema)
+        : emptyArgumentSchema(),
+    ),
+    ...(tool.output !== undefined ? { outputSchema: tool.output } : {}),
+    effect: tool.effect,
+    effectSource: "declared",
+    origin: {
+      format: "environment",
+      ...(definition.file ? { file: definition.file } : {}),
+      pointer: `/${definition.name}/${name}`,
+    },
+  }));
+  const catalog = new Catalog(tools);
+  const validator = new CallValidator();
+  validator.prepare(catalog);
+  const initial = () =>
+    structuredClone(
+      typeof definition.initialState === "function"
+        ? (definition.initialState as () => S)()
+        : definition.initialState,
+    );
+
+  const environment: Environment = {
+    name: definition.name,
+    description: definition.description,
+    tools,
+    source: {
+      kind: "typescript",
+      ...(definition.file ? { file: definition.file } : {}),
+      code: sourceOf(definition),
+    },
+    initialState: async () => initial(),
+    create: async (options: CreateOptions = {}) => {
+      const random = options.seed !== undefined ? createRandom(options.seed) : unseededRandom();
+      const clock =
+        options.clock ??
+        (options.seed !== undefined ? new ManualClock(SEEDED_CLOCK_START, 1000) : systemClock);
+      const state = options.state !== undefined ? (structuredClone(options.state) as S) : initial();
+      return new TypeScriptInstance(
+        environment,
+        definition,
+        catalog,
+        validator,
+        state,
+        random,
+        clock,
+        initial,
+      );
+    },
+  };
+  return environment;
+}
+
+class TypeScriptInstance<S> implements EnvironmentInstance {
+  private readonly ids: IdGenerator;
+  private forks = 0;
+
+  constructor(
+    readonly environment: Environment,
+    private readonly definition: EnvironmentDefinition<S>,
+    private readonly catalog: Catalog,
+    private readonly validator: CallValidator,
+    private current: S,
+    private readonly random: Random,
+    private readonly clock: Clock,
+    private readonly initial: () => S,
+  ) {
+    this.ids = createIdGenerator(random.derive("ids"));
+  }
+
+  async step(call: { name: string; arguments?: unknown }): Promise<Transition> {
+    const before = this.current;
+    const recorded = { name: call.name, arguments: call.arguments ?? {} };
+    const verdict = this.validator.validate(this.catalog, recorded);
+    if (!verdict.valid) {
+      return makeTransition(
+        recorded,
+        false,
+        { error: "invalid call", violations: verdict.errors },
+        before,
+        before,
+      );
+    }
+    const args = (
+      typeof recorded.arguments === "string" ? JSON.parse(recorded.arguments) : recorded.arguments
+    ) as Record<string, unknown>;
+    const tool = this.definition.tools[call.name] as ToolImplementation<S>;
+    const draft = structuredClone(before);
+    try {
+      const result = tool.run({
+        state: draft,
+        args: structuredClone(args),
+        clock: this.clock,
+        now: () => new Date(this.clock.now()).toISOString(),
+        random: this.random,
+        ids: this.ids,
+        fail: (message, details) => {
+          throw new ToolFailure(message, details);
+        },
+      });
+      const observation = toJson(result instanceof Promise ? await result : result);
+      // Round-trip through JSON so the stored state holds only what JSON can say (no undefined, no Dates).
+      this.current = toJson(draft) as S;
+      return makeTransition(recorded, true, observation, before, this.current);
+    } catch (error) {
+      const observation =
+        error instanceof ToolFailure
+          ? { error: error.message, ...error.details }
+          : { error: `the tool raised an error: ${(error as Error)?.message ?? String(error)}` };
+      return makeTransition(recorded, false, observation, before, before);
+    }
+  }
+
+  async state(): Promise<unknown> {
+    return structuredClone(this.current);
+  }
+
+  async fork(): Promise<EnvironmentInstance> {
+    this.forks++;
+    const clock = this.clock instanceof ManualClock ? this.clock.clone() : this.clock;
+    return new TypeScriptInstance(
+      this.environment,
+      this.definition,
+      this.catalog,
+      this.validator,
+      structuredClone(this.current),
+      this.random.derive(`fork-${this.forks}`),
+      clock,
+      this.initial,
+    );
+  }
+
+  async reset(state?: unknown): Promise<void> {
+    this.current = state === undefined ? this.initial() : (structuredClone(state) as S);
+  }
+
+  async close(): Promise<void> {}
+}
+
+function toJson(value: unknown): unknown {
+  return value === undefined ? null : JSON.parse(JSON.stringify(value));
+}
+
+/** The implementation as text: each tool's description, schema and `run` function. */
+function sourceOf<S>(definition: EnvironmentDefinition<S>): string {
+  const parts = [`// environment ${definition.name}: ${definition.description}`];
+  for (const [name, tool] of Object.entries(definition.tools)) {
+    parts.push(`// tool ${name} (${tool.effect}): ${tool.description}`);
+    if (tool.input) parts.push(`// input: ${JSON.stringify(tool.input)}`);
+    parts.push(`${name}: ${tool.run.toString()}`);
+  }
+  return parts.join("\n");
+}
