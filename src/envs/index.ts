@@ -7,6 +7,13 @@ export {
   ToolFailure,
   type ToolImplementation,
 } from "./define.js";
+export { BridgeDied, BridgeTimeout, PythonFailure, PythonProcess } from "./python/bridge.js";
+export {
+  loadPythonEnvironment,
+  type PythonDescriptor,
+  PythonEnvironment,
+  readDescriptorName,
+} from "./python/environment.js";
 export { makeTransition } from "./transition.js";
 export type {
   CreateOptions,

@@ -1,0 +1,154 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { TerrariumError } from "../../core/errors.js";
+
+/** Finds bridge.py next to this module (source) or in the package's src/ (when running from dist/). */
+export function bridgeScriptPath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [join(here, "bridge.py"), join(here, "..", "src", "envs", "python", "bridge.py")];
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (!found)
+    throw new TerrariumError(
+      "INTERNAL",
+      `the Python bridge script is missing (looked in ${candidates.join(", ")})`,
+    );
+  return found;
+}
+
+interface Pending {
+  resolve(reply: Record<string, unknown>): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** Raised when the bridge process died or was stopped during a request. */
+export class BridgeDied extends Error {}
+
+/** Raised when a request took longer than its time limit (the process was stopped to end it). */
+export class BridgeTimeout extends Error {}
+
+/**
+ * One long-lived `python3` process speaking JSON lines. Requests are answered in order; a request that
+ * runs past its time limit kills the process (the only way to stop running Python code). The owner is
+ * told through `onRestartNeeded`-style checks: after a death, `alive` is false and the next `start()`
+ * begins a fresh process.
+ */
+export class PythonProcess {
+  private child: ChildProcessWithoutNullStreams | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private stderrTail = "";
+  /** Incremented on every start, so owners can tell that their objects in Python are gone. */
+  generation = 0;
+
+  constructor(private readonly python = process.env.TERRARIUM_PYTHON ?? "python3") {}
+
+  get alive(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && !this.child.killed;
+  }
+
+  start(): void {
+    if (this.alive) return;
+    const child = spawn(this.python, ["-u", bridgeScriptPath()], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, PYTHONIOENCODING: "utf-8" },
+    });
+    this.child = child;
+    this.generation++;
+    this.stderrTail = "";
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-4000);
+    });
+    createInterface({ input: child.stdout }).on("line", (line) => this.onLine(line));
+    child.on("error", (error) => this.failAll(new BridgeDied(`cannot run ${this.python}: ${error.message}`)));
+    child.on("exit", (code, signal) => {
+      // A process we already replaced (after a kill) must not fail the requests of its successor.
+      if (this.child !== child) return;
+      this.child = undefined;
+      const tail = this.stderrTail.trim().split("\n").slice(-5).join("\n");
+      this.failAll(
+        new BridgeDied(`the Python bridge exited (${signal ?? `code ${code}`})${tail ? `: ${tail}` : ""}`),
+      );
+    });
+    // Let Node exit even while the bridge is idle.
+    child.unref();
+    (child.stdout as unknown as { unref?: () => void }).unref?.();
+    (child.stderr as unknown as { unref?: () => void }).unref?.();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+  }
+
+  /** Sends one request and waits for its answer (or the time limit). */
+  request(op: string, payload: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+    this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              this.pending.delete(id);
+              reject(new BridgeTimeout(`${op} took longer than ${timeoutMs} ms and was stopped`));
+              this.kill();
+            }, timeoutMs)
+          : undefined;
+      this.pending.set(id, { resolve, reject, timer });
+      this.child?.stdin.write(`${JSON.stringify({ id, op, ...payload })}\n`);
+    });
+  }
+
+  kill(): void {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    this.failAll(new BridgeDied("the Python bridge was stopped"));
+    child.kill("SIGKILL");
+  }
+
+  async close(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    await new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.stdin.end();
+      setTimeout(() => child.kill("SIGKILL"), 2000).unref();
+    });
+  }
+
+  private onLine(line: string): void {
+    let reply: Record<string, unknown>;
+    try {
+      reply = JSON.parse(line);
+    } catch {
+      return; // not a protocol line
+    }
+    const entry = this.pending.get(reply.id as number);
+    if (!entry) return;
+    this.pending.delete(reply.id as number);
+    clearTimeout(entry.timer);
+    if (typeof reply.failure === "string") entry.reject(new PythonFailure(reply.failure));
+    else entry.resolve(reply);
+  }
+
+  private failAll(error: Error): void {
+    for (const [id, entry] of this.pending) {
+      clearTimeout(entry.timer);
+      entry.reject(error);
+      this.pending.delete(id);
+    }
+  }
+}
+
+/** An exception raised by the bridge itself (loading a class, building an instance), with its traceback. */
+export class PythonFailure extends Error {
+  constructor(readonly traceback: string) {
+    super(lastLine(traceback));
+  }
+}
+
+function lastLine(traceback: string): string {
+  const lines = traceback.trim().split("\n");
+  return lines[lines.length - 1] ?? traceback;
+}
