@@ -2,6 +2,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
+import { registerEnvCommands } from "./commands/env.js";
 import { registerModelsCommands } from "./commands/models.js";
 import { registerToolsCommands } from "./commands/tools.js";
 import { registerValidateCommand } from "./commands/validate.js";
@@ -35,6 +36,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   };
   registerValidateCommand(program, io, setExitCode);
   registerModelsCommands(program, io, setExitCode);
+  registerEnvCommands(program, io);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

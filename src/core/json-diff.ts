@@ -67,7 +67,10 @@ export function diffJson(before: unknown, after: unknown, path = ""): JsonChange
   return [{ op: "replace", path, before, after }];
 }
 
-/** EnvSimBench-style changes: objects are walked, anything else (lists included) changes as a whole. */
+/**
+ * EnvSimBench-style changes: objects are walked, anything else (lists included) changes as a whole.
+ * Paths join keys with "."; as in EnvSimBench, a key that itself contains "." makes its path ambiguous.
+ */
 export function diffEnvSim(before: unknown, after: unknown, path: string[] = []): EnvSimChange[] {
   if (same(before, after)) return [];
   if (isObject(before) && isObject(after)) {

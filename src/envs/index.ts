@@ -7,6 +7,7 @@ export {
   ToolFailure,
   type ToolImplementation,
 } from "./define.js";
+export { loadEnvironment } from "./load.js";
 export { BridgeDied, BridgeTimeout, PythonFailure, PythonProcess } from "./python/bridge.js";
 export {
   loadPythonEnvironment,
