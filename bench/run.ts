@@ -7,6 +7,7 @@ import type { BenchResult } from "./report.js";
 const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   validate: async () => (await import("./validate.js")).benchValidate(),
   models: async () => (await import("./models.js")).benchModels(),
+  envs: async () => (await import("./envs.js")).benchEnvs(),
 };
 
 async function main(): Promise<void> {

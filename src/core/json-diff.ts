@@ -1,4 +1,3 @@
-import { canonicalJson } from "./canonical-json.js";
 import { TerrariumError } from "./errors.js";
 import { escapeToken, formatPointer, parsePointer } from "./json-pointer.js";
 
@@ -31,10 +30,26 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-function same(a: unknown, b: unknown): boolean {
+/** Deep equality of JSON values (key order ignored), without building strings: diffs call it at every level. */
+export function same(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  return canonicalJson(a) === canonicalJson(b);
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!same(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  for (const key of aKeys) {
+    if (
+      !Object.hasOwn(b, key) ||
+      !same((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])
+    )
+      return false;
+  }
+  return true;
 }
 
 /** JSON Patch-style changes turning `before` into `after`. */

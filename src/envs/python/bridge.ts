@@ -74,11 +74,24 @@ export class PythonProcess {
         new BridgeDied(`the Python bridge exited (${signal ?? `code ${code}`})${tail ? `: ${tail}` : ""}`),
       );
     });
-    // Let Node exit even while the bridge is idle.
-    child.unref();
-    (child.stdout as unknown as { unref?: () => void }).unref?.();
-    (child.stderr as unknown as { unref?: () => void }).unref?.();
-    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    this.setHeld(false);
+  }
+
+  /**
+   * An idle bridge must not keep Node running, but one with a request in flight must: otherwise a
+   * program whose only pending work is a Python call would exit before the answer arrives.
+   */
+  private setHeld(held: boolean): void {
+    const child = this.child;
+    if (!child) return;
+    const handles = [child, child.stdout, child.stderr, child.stdin] as unknown as Array<{
+      ref?: () => void;
+      unref?: () => void;
+    }>;
+    for (const handle of handles) {
+      if (held) handle.ref?.();
+      else handle.unref?.();
+    }
   }
 
   /** Sends one request and waits for its answer (or the time limit). */
@@ -90,11 +103,13 @@ export class PythonProcess {
         timeoutMs > 0
           ? setTimeout(() => {
               this.pending.delete(id);
+              if (this.pending.size === 0) this.setHeld(false);
               reject(new BridgeTimeout(`${op} took longer than ${timeoutMs} ms and was stopped`));
               this.kill();
             }, timeoutMs)
           : undefined;
       this.pending.set(id, { resolve, reject, timer });
+      if (this.pending.size === 1) this.setHeld(true);
       this.child?.stdin.write(`${JSON.stringify({ id, op, ...payload })}\n`);
     });
   }
@@ -110,6 +125,7 @@ export class PythonProcess {
   async close(): Promise<void> {
     const child = this.child;
     if (!child) return;
+    this.setHeld(true); // keep Node alive until the process has gone
     await new Promise<void>((resolve) => {
       child.once("exit", () => resolve());
       child.stdin.end();
@@ -127,6 +143,7 @@ export class PythonProcess {
     const entry = this.pending.get(reply.id as number);
     if (!entry) return;
     this.pending.delete(reply.id as number);
+    if (this.pending.size === 0) this.setHeld(false);
     clearTimeout(entry.timer);
     if (typeof reply.failure === "string") entry.reject(new PythonFailure(reply.failure));
     else entry.resolve(reply);

