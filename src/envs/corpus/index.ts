@@ -1,7 +1,29 @@
 import type { Environment } from "../types.js";
+import { airline } from "./airline.js";
 import { bank } from "./bank.js";
+import { calendar } from "./calendar.js";
+import { hotel } from "./hotel.js";
+import { issueTracker } from "./issue-tracker.js";
+import { libraryLoans } from "./library-loans.js";
+import { restaurant } from "./restaurant.js";
+import { rideHailing } from "./ride-hailing.js";
+import { smartHome } from "./smart-home.js";
+import { vehicleControl } from "./vehicle-control.js";
+import { warehouse } from "./warehouse.js";
 
 /** The built-in environments, by name. */
 export const BUILTIN_ENVIRONMENTS: Record<string, Environment> = Object.fromEntries(
-  [bank].map((environment) => [environment.name, environment]),
+  [
+    airline,
+    bank,
+    calendar,
+    hotel,
+    issueTracker,
+    libraryLoans,
+    restaurant,
+    rideHailing,
+    smartHome,
+    vehicleControl,
+    warehouse,
+  ].map((environment) => [environment.name, environment]),
 );
