@@ -25,6 +25,7 @@ export type ErrorCode =
   | "MODEL_OUTPUT_INVALID"
   | "MODEL_BUDGET_EXCEEDED"
   | "MODEL_NO_ROLE"
+  | "UNKNOWN_SESSION"
   | "INTERNAL";
 
 export interface ErrorLocation {

@@ -1,0 +1,9 @@
+export { MemoryStore } from "./memory-store.js";
+export { SqliteStore } from "./sqlite-store.js";
+export {
+  type HistoryEntry,
+  SESSION_SCHEMA_VERSION,
+  type SessionRecord,
+  type Snapshot,
+  type Store,
+} from "./types.js";

@@ -1,0 +1,104 @@
+import { TerrariumError } from "../core/errors.js";
+import type { HistoryEntry, SessionRecord, Snapshot, Store } from "./types.js";
+
+interface Stored {
+  record: SessionRecord;
+  snapshots: Snapshot[];
+  history: HistoryEntry[];
+}
+
+/** Sessions in memory: for tests, libraries and short-lived servers. Values are copied in and out. */
+export class MemoryStore implements Store {
+  private readonly sessions = new Map<string, Stored>();
+
+  async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
+    if (this.sessions.has(record.id))
+      throw new TerrariumError("INVALID_INPUT", `session ${record.id} already exists`);
+    this.sessions.set(record.id, {
+      record: structuredClone(record),
+      snapshots: [
+        {
+          index: 0,
+          at: record.createdAt,
+          reason: record.parent ? "fork" : "initial",
+          state: structuredClone(initialState),
+        },
+      ],
+      history: [],
+    });
+  }
+
+  async getSession(id: string): Promise<SessionRecord | undefined> {
+    const stored = this.sessions.get(id);
+    return stored ? structuredClone(stored.record) : undefined;
+  }
+
+  async listSessions(owner?: string): Promise<SessionRecord[]> {
+    return [...this.sessions.values()]
+      .filter((s) => owner === undefined || s.record.owner === owner)
+      .map((s) => structuredClone(s.record));
+  }
+
+  async deleteSession(id: string): Promise<boolean> {
+    return this.sessions.delete(id);
+  }
+
+  async latestSnapshot(id: string): Promise<Snapshot> {
+    const snapshots = this.get(id).snapshots;
+    return structuredClone(snapshots[snapshots.length - 1] as Snapshot);
+  }
+
+  async snapshot(id: string, index: number): Promise<Snapshot | undefined> {
+    const found = this.get(id).snapshots[index];
+    return found ? structuredClone(found) : undefined;
+  }
+
+  async snapshots(id: string): Promise<Snapshot[]> {
+    return structuredClone(this.get(id).snapshots);
+  }
+
+  async history(id: string): Promise<HistoryEntry[]> {
+    return structuredClone(this.get(id).history);
+  }
+
+  async appendStep(
+    id: string,
+    entry: Omit<HistoryEntry, "index" | "snapshot">,
+    state?: { state: unknown; reason: Snapshot["reason"] },
+  ): Promise<HistoryEntry> {
+    const stored = this.get(id);
+    const full: HistoryEntry = structuredClone({ ...entry, index: stored.history.length });
+    if (state) {
+      const snapshot: Snapshot = {
+        index: stored.snapshots.length,
+        at: entry.at,
+        reason: state.reason,
+        state: structuredClone(state.state),
+      };
+      stored.snapshots.push(snapshot);
+      full.snapshot = snapshot.index;
+    }
+    stored.history.push(full);
+    return structuredClone(full);
+  }
+
+  async appendSnapshot(
+    id: string,
+    state: unknown,
+    reason: Snapshot["reason"],
+    at: string,
+  ): Promise<Snapshot> {
+    const stored = this.get(id);
+    const snapshot: Snapshot = { index: stored.snapshots.length, at, reason, state: structuredClone(state) };
+    stored.snapshots.push(snapshot);
+    return structuredClone(snapshot);
+  }
+
+  async close(): Promise<void> {}
+
+  private get(id: string): Stored {
+    const stored = this.sessions.get(id);
+    if (!stored) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    return stored;
+  }
+}

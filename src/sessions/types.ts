@@ -1,0 +1,64 @@
+/** Version of stored sessions and of session export files. */
+export const SESSION_SCHEMA_VERSION = 1;
+
+export interface SessionRecord {
+  id: string;
+  createdAt: string;
+  /** Who may see the session (a hash of the bearer token that created it), when auth is on. */
+  owner?: string;
+  /** Seeds the simulators of this session. */
+  seed: string;
+  /** The session it was forked from, and at which snapshot. */
+  parent?: { session: string; snapshot: number };
+  metadata?: Record<string, unknown>;
+}
+
+/** One version of a session's state. Snapshots are append-only; the last one is the current state. */
+export interface Snapshot {
+  index: number;
+  at: string;
+  reason: "initial" | "step" | "set" | "reset" | "fork" | "real";
+  state: unknown;
+}
+
+/** One call as the session saw it. */
+export interface HistoryEntry {
+  index: number;
+  at: string;
+  request: { name: string; arguments: unknown };
+  result: {
+    status: "ok" | "invalid" | "tool_error" | "error";
+    observation: unknown;
+    changes: unknown[];
+    errors: unknown[];
+  };
+  simulator: string;
+  usage?: Record<string, unknown>;
+  /** The snapshot the call produced (absent when the state did not change). */
+  snapshot?: number;
+}
+
+/**
+ * Where sessions live. Every method that writes is atomic: a step's history entry and its snapshot are
+ * stored together or not at all. The engine depends only on this interface, so other stores (Postgres)
+ * can be added without touching it.
+ */
+export interface Store {
+  createSession(record: SessionRecord, initialState: unknown): Promise<void>;
+  getSession(id: string): Promise<SessionRecord | undefined>;
+  listSessions(owner?: string): Promise<SessionRecord[]>;
+  deleteSession(id: string): Promise<boolean>;
+  latestSnapshot(id: string): Promise<Snapshot>;
+  snapshot(id: string, index: number): Promise<Snapshot | undefined>;
+  snapshots(id: string): Promise<Snapshot[]>;
+  history(id: string): Promise<HistoryEntry[]>;
+  /** Appends a history entry and, when given, the snapshot it produced, in one transaction. */
+  appendStep(
+    id: string,
+    entry: Omit<HistoryEntry, "index" | "snapshot">,
+    state?: { state: unknown; reason: Snapshot["reason"] },
+  ): Promise<HistoryEntry>;
+  /** Appends a snapshot that no call produced (set, reset, real). */
+  appendSnapshot(id: string, state: unknown, reason: Snapshot["reason"], at: string): Promise<Snapshot>;
+  close(): Promise<void>;
+}
