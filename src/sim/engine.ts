@@ -1,0 +1,346 @@
+import type { Catalog } from "../catalog/catalog.js";
+import type { Tool, ToolEffect } from "../catalog/tool.js";
+import { canonicalJson } from "../core/canonical-json.js";
+import { type Clock, systemClock } from "../core/clock.js";
+import { TerrariumError } from "../core/errors.js";
+import { createIdGenerator, type IdGenerator } from "../core/ids.js";
+import { createRandom, unseededRandom } from "../core/random.js";
+import { MemoryStore } from "../sessions/memory-store.js";
+import {
+  type HistoryEntry,
+  SESSION_SCHEMA_VERSION,
+  type SessionRecord,
+  type Snapshot,
+  type Store,
+} from "../sessions/types.js";
+import { SchemaCompiler } from "../validate/ajv.js";
+import { CallValidator } from "../validate/validator.js";
+import { toViolations, type Violation } from "../validate/violations.js";
+import { SchemaSimulator } from "./simulators/schema.js";
+import { applyTolerantly } from "./tolerant-patch.js";
+import type { SimulationResult, Simulator, SimulatorName } from "./types.js";
+
+/** Which simulator answers which tool: one for all, by effect, or by tool name (names win). */
+export type SimulatorPolicy =
+  | "auto"
+  | SimulatorName
+  | {
+      tools?: Record<string, SimulatorName>;
+      read?: SimulatorName;
+      write?: SimulatorName;
+      unknown?: SimulatorName;
+      default?: SimulatorName;
+    };
+
+export interface EngineOptions {
+  catalog: Catalog;
+  store?: Store;
+  /** Simulators available to the policy. `schema` is always there. */
+  simulators?: Simulator[];
+  policy?: SimulatorPolicy;
+  /** State new sessions start from. */
+  initialState?: unknown;
+  clock?: Clock;
+  /** Seeds session ids and simulators, so a seeded server repeats exactly. */
+  seed?: string | number;
+}
+
+/** The outcome of one simulated call, as agents receive it. */
+export interface CallOutcome {
+  status: "ok" | "invalid" | "tool_error" | "error";
+  observation: unknown;
+  changes: unknown[];
+  errors: Array<Violation | { rule: string; message: string; path?: string }>;
+  simulator: string;
+  usage?: Record<string, unknown>;
+  /** Position of this call in the session's history. */
+  step: number;
+}
+
+export interface SessionExport {
+  schemaVersion: number;
+  session: SessionRecord;
+  snapshots: Snapshot[];
+  history: HistoryEntry[];
+}
+
+/**
+ * The simulation engine: route -> syntactic validation -> simulator chosen per tool -> output validation
+ * -> tolerant application of the changes -> one atomic store write -> outcome. Invalid calls, tool errors
+ * and simulator failures are data (a status and errors) and are recorded in the history; only a call that
+ * changes the state produces a snapshot. Calls on one session run one at a time.
+ */
+export class Engine {
+  readonly catalog: Catalog;
+  readonly store: Store;
+  private readonly simulators = new Map<SimulatorName, Simulator>();
+  private readonly validator = new CallValidator();
+  private readonly outputs = new SchemaCompiler();
+  private readonly policy: SimulatorPolicy;
+  private readonly clock: Clock;
+  private readonly ids: IdGenerator;
+  private readonly seed: string;
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly options: EngineOptions) {
+    this.catalog = options.catalog;
+    this.store = options.store ?? new MemoryStore();
+    this.policy = options.policy ?? "auto";
+    this.clock = options.clock ?? systemClock;
+    this.seed = options.seed === undefined ? `${Date.now()}` : String(options.seed);
+    this.ids = createIdGenerator(
+      options.seed === undefined ? unseededRandom() : createRandom(`${this.seed}/sessions`),
+    );
+    for (const simulator of options.simulators ?? []) this.simulators.set(simulator.name, simulator);
+    this.validator.prepare(this.catalog);
+  }
+
+  /** The simulator that answers calls to a tool under the policy. */
+  simulatorFor(tool: Tool): Simulator {
+    const policy = this.policy;
+    let wanted: SimulatorName | undefined;
+    if (typeof policy === "string") wanted = policy === "auto" ? undefined : policy;
+    else wanted = policy.tools?.[tool.name] ?? policy[tool.effect as ToolEffect] ?? policy.default;
+    if (wanted) {
+      const simulator =
+        this.simulators.get(wanted) ?? (wanted === "schema" ? this.schemaSimulator() : undefined);
+      if (!simulator)
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          `the "${wanted}" simulator is not available (policy for ${tool.name})`,
+        );
+      return simulator;
+    }
+    // auto: exact code where an implementation exists, else a model, else schema synthesis.
+    for (const name of ["code", "llm"] as const) {
+      const simulator = this.simulators.get(name);
+      if (simulator?.handles(tool)) return simulator;
+    }
+    return this.schemaSimulator();
+  }
+
+  async createSession(
+    options: { state?: unknown; owner?: string; seed?: string; metadata?: Record<string, unknown> } = {},
+  ): Promise<SessionRecord> {
+    const record: SessionRecord = {
+      id: this.ids.uuid(),
+      createdAt: new Date(this.clock.now()).toISOString(),
+      seed: options.seed ?? `${this.seed}/${this.ids.next()}`,
+      ...(options.owner ? { owner: options.owner } : {}),
+      ...(options.metadata ? { metadata: options.metadata } : {}),
+    };
+    await this.store.createSession(record, structuredClone(options.state ?? this.options.initialState ?? {}));
+    return record;
+  }
+
+  async session(id: string): Promise<SessionRecord> {
+    const record = await this.store.getSession(id);
+    if (!record) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    return record;
+  }
+
+  async state(id: string): Promise<unknown> {
+    await this.session(id);
+    return (await this.store.latestSnapshot(id)).state;
+  }
+
+  async history(id: string): Promise<HistoryEntry[]> {
+    await this.session(id);
+    return this.store.history(id);
+  }
+
+  /** Replaces the state (a new snapshot); simulators holding live objects rebuild from it. */
+  async setState(id: string, state: unknown, reason: Snapshot["reason"] = "set"): Promise<Snapshot> {
+    return this.serial(id, async () => {
+      await this.session(id);
+      this.forget(id);
+      return this.store.appendSnapshot(id, state, reason, new Date(this.clock.now()).toISOString());
+    });
+  }
+
+  /** Back to the session's first snapshot. */
+  async reset(id: string): Promise<Snapshot> {
+    const first = await this.store.snapshot(id, 0);
+    if (!first) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    return this.setState(id, first.state, "reset");
+  }
+
+  /** A new session starting from a snapshot of this one (the latest by default). */
+  async fork(id: string, snapshotIndex?: number, owner?: string): Promise<SessionRecord> {
+    const source = await this.session(id);
+    const snapshot =
+      snapshotIndex === undefined
+        ? await this.store.latestSnapshot(id)
+        : await this.store.snapshot(id, snapshotIndex);
+    if (!snapshot)
+      throw new TerrariumError("INVALID_INPUT", `session ${id} has no snapshot ${snapshotIndex}`);
+    const record: SessionRecord = {
+      id: this.ids.uuid(),
+      createdAt: new Date(this.clock.now()).toISOString(),
+      seed: source.seed,
+      parent: { session: id, snapshot: snapshot.index },
+      ...((owner ?? source.owner) ? { owner: owner ?? source.owner } : {}),
+    };
+    await this.store.createSession(record, snapshot.state);
+    return record;
+  }
+
+  async deleteSession(id: string): Promise<boolean> {
+    this.forget(id);
+    return this.store.deleteSession(id);
+  }
+
+  /** One simulated call. */
+  call(id: string, request: { name: string; arguments?: unknown }): Promise<CallOutcome> {
+    return this.serial(id, () => this.callNow(id, request));
+  }
+
+  /** The session as a versioned JSON document. */
+  async exportSession(id: string): Promise<SessionExport> {
+    return {
+      schemaVersion: SESSION_SCHEMA_VERSION,
+      session: await this.session(id),
+      snapshots: await this.store.snapshots(id),
+      history: await this.store.history(id),
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const simulator of this.simulators.values()) await simulator.close?.();
+    await this.store.close();
+  }
+
+  private async callNow(id: string, request: { name: string; arguments?: unknown }): Promise<CallOutcome> {
+    await this.session(id);
+    const snapshot = await this.store.latestSnapshot(id);
+    const history = await this.store.history(id);
+    const at = new Date(this.clock.now()).toISOString();
+    const recorded = { name: request.name, arguments: request.arguments ?? {} };
+    const record = async (
+      result: Omit<CallOutcome, "step" | "simulator">,
+      simulator: string,
+      newState?: unknown,
+    ): Promise<CallOutcome> => {
+      const entry = await this.store.appendStep(
+        id,
+        {
+          at,
+          request: recorded,
+          result: {
+            status: result.status,
+            observation: result.observation,
+            changes: result.changes,
+            errors: result.errors,
+          },
+          simulator,
+          ...(result.usage ? { usage: result.usage } : {}),
+        },
+        newState === undefined ? undefined : { state: newState, reason: "step" },
+      );
+      return { ...result, simulator, step: entry.index };
+    };
+
+    const verdict = this.validator.validate(this.catalog, recorded);
+    if (!verdict.valid) {
+      return record(
+        {
+          status: "invalid",
+          observation: { error: "invalid call", violations: verdict.errors },
+          changes: [],
+          errors: verdict.errors,
+        },
+        "validator",
+      );
+    }
+    const tool = this.catalog.get(request.name) as Tool;
+    const args = (
+      typeof recorded.arguments === "string" ? JSON.parse(recorded.arguments) : recorded.arguments
+    ) as Record<string, unknown>;
+    const simulator = this.simulatorFor(tool);
+    let result: SimulationResult;
+    try {
+      result = await simulator.simulate({
+        sessionId: id,
+        tool,
+        arguments: args,
+        state: snapshot.state,
+        snapshotIndex: snapshot.index,
+        history,
+        random: createRandom(`${(await this.session(id)).seed}:${history.length}`),
+        now: at,
+      });
+    } catch (error) {
+      // A simulator failure (a model that gave up, a dead bridge) leaves the state untouched.
+      const message = error instanceof Error ? error.message : String(error);
+      const code = error instanceof TerrariumError ? error.code : "SIMULATOR_FAILED";
+      return record(
+        { status: "error", observation: { error: message }, changes: [], errors: [{ rule: code, message }] },
+        simulator.name,
+      );
+    }
+
+    const errors: CallOutcome["errors"] = [];
+    if (result.status === "ok" && tool.outputSchema !== undefined) {
+      const validate = this.outputs.compile(tool.outputSchema);
+      if (!validate(result.observation)) {
+        for (const violation of toViolations(validate.errors ?? [], result.observation)) {
+          errors.push({
+            ...violation,
+            rule: `output.${violation.rule}`,
+            message: violation.message.replace(/^the arguments/, "the result"),
+          });
+        }
+      }
+    }
+    if (result.status !== "ok" || result.changes.length === 0) {
+      return record(
+        {
+          status: result.status,
+          observation: result.observation,
+          changes: [],
+          errors,
+          ...(result.usage ? { usage: result.usage } : {}),
+        },
+        simulator.name,
+      );
+    }
+    const { state, applied } = applyTolerantly(snapshot.state, result.changes);
+    const changed = canonicalJson(state) !== canonicalJson(snapshot.state);
+    return record(
+      {
+        status: "ok",
+        observation: result.observation,
+        changes: applied,
+        errors,
+        ...(result.usage ? { usage: result.usage } : {}),
+      },
+      simulator.name,
+      changed ? state : undefined,
+    );
+  }
+
+  private schemaSimulator(): Simulator {
+    let simulator = this.simulators.get("schema");
+    if (!simulator) {
+      simulator = new SchemaSimulator();
+      this.simulators.set("schema", simulator);
+    }
+    return simulator;
+  }
+
+  private forget(id: string): void {
+    for (const simulator of this.simulators.values()) simulator.forget?.(id);
+  }
+
+  /** Runs `task` after every earlier task of the same session (calls on one session never interleave). */
+  private serial<T>(id: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(id) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const settled = next.catch(() => undefined);
+    this.queues.set(id, settled);
+    void settled.then(() => {
+      if (this.queues.get(id) === settled) this.queues.delete(id);
+    });
+    return next;
+  }
+}

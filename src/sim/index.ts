@@ -1,0 +1,12 @@
+export {
+  type CallOutcome,
+  Engine,
+  type EngineOptions,
+  type SessionExport,
+  type SimulatorPolicy,
+} from "./engine.js";
+export { CodeSimulator } from "./simulators/code.js";
+export { SchemaSimulator } from "./simulators/schema.js";
+export { fromPattern, type SynthesisOptions, synthesize } from "./synthesize.js";
+export { applyTolerantly } from "./tolerant-patch.js";
+export type { SimulationContext, SimulationResult, Simulator, SimulatorName } from "./types.js";

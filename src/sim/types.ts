@@ -1,0 +1,39 @@
+import type { Tool } from "../catalog/tool.js";
+import type { JsonChange } from "../core/json-diff.js";
+import type { Random } from "../core/random.js";
+import type { HistoryEntry } from "../sessions/types.js";
+
+export type SimulatorName = "code" | "llm" | "schema" | "proxy";
+
+/** What a simulator sees for one call. */
+export interface SimulationContext {
+  sessionId: string;
+  tool: Tool;
+  arguments: Record<string, unknown>;
+  state: unknown;
+  /** Index of the state's snapshot, so simulators that keep live objects can tell when it moved. */
+  snapshotIndex: number;
+  history: HistoryEntry[];
+  random: Random;
+  /** The session's clock reading, ISO 8601. */
+  now: string;
+}
+
+/** What a simulator answers: the observation and the typed changes to the state. */
+export interface SimulationResult {
+  /** `tool_error`: the (simulated) tool rejected the call; the state does not change. */
+  status: "ok" | "tool_error";
+  observation: unknown;
+  changes: JsonChange[];
+  usage?: Record<string, unknown>;
+}
+
+export interface Simulator {
+  readonly name: SimulatorName;
+  /** Whether this simulator can answer calls to the tool. */
+  handles(tool: Tool): boolean;
+  simulate(context: SimulationContext): Promise<SimulationResult>;
+  /** Forgets what it keeps for a session (deleted, reset, or state replaced). */
+  forget?(sessionId: string): void;
+  close?(): Promise<void>;
+}
