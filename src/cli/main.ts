@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
 import { registerEnvCommands } from "./commands/env.js";
 import { registerModelsCommands } from "./commands/models.js";
+import { registerServeCommand } from "./commands/serve.js";
 import { registerToolsCommands } from "./commands/tools.js";
 import { registerValidateCommand } from "./commands/validate.js";
 import { type CliIo, processIo } from "./io.js";
@@ -37,6 +38,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   registerValidateCommand(program, io, setExitCode);
   registerModelsCommands(program, io, setExitCode);
   registerEnvCommands(program, io);
+  registerServeCommand(program, io);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

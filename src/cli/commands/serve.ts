@@ -1,0 +1,76 @@
+import type { Command } from "commander";
+import { TerrariumError } from "../../core/errors.js";
+import { startServer } from "../../server/start.js";
+import type { SimulatorPolicy } from "../../sim/engine.js";
+import { type CliIo, collect } from "../io.js";
+
+const SIMULATORS = ["auto", "code", "llm", "schema", "proxy"];
+
+export function registerServeCommand(program: Command, io: CliIo): void {
+  program
+    .command("serve")
+    .argument(
+      "<sources...>",
+      "tool definition files and/or one environment (built-in name, module, descriptor)",
+    )
+    .option("--state <file>", "initial state of new sessions (JSON or YAML)")
+    .option("--simulator <name>", `simulator for every tool: ${SIMULATORS.join(", ")}`, "auto")
+    .option("--port <port>", "port to listen on", (value) => Number.parseInt(value, 10), 8080)
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--db <file>", "keep sessions in this SQLite file (default: in memory)")
+    .option(
+      "--token <token>",
+      "accept this bearer token (repeatable); each token sees only its own sessions",
+      collect,
+    )
+    .option("--seed <seed>", "seed session ids and simulators, so a run repeats exactly")
+    .description(
+      "serve simulated tools over HTTP (terrarium's API, Gecko-compatible endpoints, each tool at its path)",
+    )
+    .addHelpText(
+      "after",
+      `
+Examples:
+  terrarium serve bank                                  # a built-in environment, exact (code) simulation
+  terrarium serve petstore.openapi.yaml --port 9000     # schema-valid answers, no model needed
+  terrarium serve tau2-retail --db sessions.sqlite --token secret
+`,
+    )
+    .action(
+      async (
+        sources: string[],
+        options: {
+          state?: string;
+          simulator: string;
+          port: number;
+          host: string;
+          db?: string;
+          token?: string[];
+          seed?: string;
+        },
+      ) => {
+        if (!SIMULATORS.includes(options.simulator)) {
+          throw new TerrariumError("INVALID_INPUT", `--simulator must be one of ${SIMULATORS.join(", ")}`);
+        }
+        const server = await startServer({
+          sources,
+          simulator: options.simulator as SimulatorPolicy,
+          port: options.port,
+          host: options.host,
+          ...(options.state ? { state: options.state } : {}),
+          ...(options.db ? { db: options.db } : {}),
+          ...(options.token ? { tokens: options.token } : {}),
+          ...(options.seed ? { seed: options.seed } : {}),
+        });
+        io.stderr.write(
+          `terrarium serving ${server.engine.catalog.size} tools at ${server.url} (semantic validation: skipped, no model configured)\n` +
+            `  try: curl -s -X POST ${server.url}/sessions\n`,
+        );
+        await new Promise<void>((resolve) => {
+          const stop = () => void server.close().then(resolve);
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
+      },
+    );
+}

@@ -1,0 +1,101 @@
+import { existsSync } from "node:fs";
+import { extname } from "node:path";
+import { serve } from "@hono/node-server";
+import { Catalog, loadCatalog } from "../catalog/catalog.js";
+import { isPlainObject } from "../catalog/json-schema.js";
+import { readDocument } from "../catalog/read-document.js";
+import type { Tool } from "../catalog/tool.js";
+import { TerrariumError } from "../core/errors.js";
+import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
+import { loadEnvironment } from "../envs/load.js";
+import type { Environment } from "../envs/types.js";
+import { MemoryStore } from "../sessions/memory-store.js";
+import { SqliteStore } from "../sessions/sqlite-store.js";
+import { Engine, type SimulatorPolicy } from "../sim/engine.js";
+import { CodeSimulator } from "../sim/simulators/code.js";
+import type { Simulator } from "../sim/types.js";
+import { createApp } from "./app.js";
+
+export interface ServeOptions {
+  sources: string[];
+  state?: string;
+  simulator?: SimulatorPolicy;
+  port?: number;
+  host?: string;
+  db?: string;
+  tokens?: string[];
+  seed?: string;
+}
+
+/** Whether a source names an environment rather than a file of tool definitions. */
+export function isEnvironmentReference(source: string): boolean {
+  if (source in BUILTIN_ENVIRONMENTS) return true;
+  if (!existsSync(source)) return false;
+  if ([".ts", ".mts", ".js", ".mjs"].includes(extname(source).toLowerCase())) return true;
+  try {
+    const document = readDocument(source);
+    return isPlainObject(document) && (document.kind === "python" || document.kind === "quickjs");
+  } catch {
+    return false;
+  }
+}
+
+/** Builds the engine for `terrarium serve` (and for tests): tools from files, an environment's tools run as code. */
+export async function buildEngine(
+  options: ServeOptions,
+): Promise<{ engine: Engine; environment?: Environment }> {
+  const environments = options.sources.filter(isEnvironmentReference);
+  if (environments.length > 1)
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `serve one environment at a time (got ${environments.join(", ")})`,
+    );
+  const files = options.sources.filter((source) => !environments.includes(source));
+  const environment = environments[0] ? await loadEnvironment(environments[0]) : undefined;
+  const tools: Tool[] = [
+    ...(environment?.tools ?? []),
+    ...(files.length > 0 ? loadCatalog(files).tools : []),
+  ];
+  if (tools.length === 0)
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      "nothing to serve: give tool definition files or an environment",
+    );
+  const simulators: Simulator[] = environment ? [new CodeSimulator(environment, options.seed)] : [];
+  const initialState =
+    options.state !== undefined
+      ? readDocument(options.state)
+      : environment
+        ? await environment.initialState()
+        : {};
+  const engine = new Engine({
+    catalog: new Catalog(tools),
+    store: options.db ? new SqliteStore(options.db) : new MemoryStore(),
+    simulators,
+    policy: options.simulator ?? "auto",
+    initialState,
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+  });
+  return environment ? { engine, environment } : { engine };
+}
+
+/** Starts the HTTP server; resolves once it listens, with a function that stops it. */
+export async function startServer(
+  options: ServeOptions,
+): Promise<{ url: string; engine: Engine; close: () => Promise<void> }> {
+  const { engine } = await buildEngine(options);
+  const app = createApp(engine, { ...(options.tokens ? { tokens: options.tokens } : {}) });
+  const host = options.host ?? "127.0.0.1";
+  return new Promise((resolve) => {
+    const server = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname: host }, (info) => {
+      resolve({
+        url: `http://${host}:${info.port}`,
+        engine,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => void engine.close().then(done));
+          }),
+      });
+    });
+  });
+}
