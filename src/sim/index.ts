@@ -6,6 +6,7 @@ export {
   type SimulatorPolicy,
 } from "./engine.js";
 export { CodeSimulator } from "./simulators/code.js";
+export { LlmSimulator, type LlmSimulatorOptions } from "./simulators/llm.js";
 export { SchemaSimulator } from "./simulators/schema.js";
 export { fromPattern, type SynthesisOptions, synthesize } from "./synthesize.js";
 export { applyTolerantly } from "./tolerant-patch.js";

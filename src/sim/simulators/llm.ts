@@ -1,0 +1,186 @@
+import type { JsonObjectSchema, Tool } from "../../catalog/tool.js";
+import type { JsonChange } from "../../core/json-diff.js";
+import type { Models } from "../../models/hub.js";
+import { simulatorSystemPrompt, simulatorUserPrompt } from "../prompts/llm-simulator.js";
+import type { SimulationContext, SimulationResult, Simulator } from "../types.js";
+
+export interface LlmSimulatorOptions {
+  /** The role whose model answers (terrarium.config.yaml `roles`). */
+  role?: string;
+  /** One call for result and changes (`merged`), or Gecko's two (`gecko`: result, then state update). */
+  mode?: "merged" | "gecko";
+  /** How many earlier calls of the session the model sees. */
+  historyWindow?: number;
+  temperature?: number;
+}
+
+const CHANGE_SCHEMA: JsonObjectSchema = {
+  type: "object",
+  properties: {
+    op: { enum: ["add", "replace", "remove"] },
+    path: { type: "string", pattern: "^(/[^/]*)*$" },
+    value: {},
+  },
+  required: ["op", "path"],
+  additionalProperties: false,
+};
+
+/**
+ * The `llm` simulator: a model predicts the tool's result and the state changes, conditioned on the tool's
+ * schemas, the state and the session's recent history. Results are checked against the result schema by
+ * the model layer (and repaired); a model that fails leaves the state untouched (the engine records an
+ * error).
+ */
+export class LlmSimulator implements Simulator {
+  readonly name = "llm" as const;
+  private readonly role: string;
+  private readonly mode: "merged" | "gecko";
+  private readonly historyWindow: number;
+  private readonly temperature: number;
+
+  constructor(
+    private readonly models: Models,
+    options: LlmSimulatorOptions = {},
+  ) {
+    this.role = options.role ?? "simulator";
+    this.mode = options.mode ?? "merged";
+    this.historyWindow = options.historyWindow ?? 8;
+    this.temperature = options.temperature ?? 0;
+  }
+
+  handles(_tool: Tool): boolean {
+    return true;
+  }
+
+  async simulate(context: SimulationContext): Promise<SimulationResult> {
+    const data = {
+      tool: {
+        name: context.tool.name,
+        description: context.tool.description,
+        inputSchema: context.tool.inputSchema,
+        ...(context.tool.outputSchema !== undefined ? { outputSchema: context.tool.outputSchema } : {}),
+      },
+      arguments: context.arguments,
+      state: context.state,
+      history: context.history.slice(-this.historyWindow).map((entry) => ({
+        call: entry.request,
+        status: entry.result.status,
+        observation: entry.result.observation,
+      })),
+    };
+    const observationSchema = context.tool.outputSchema ?? {};
+    const common = {
+      role: this.role,
+      temperature: this.temperature,
+      scope: context.sessionId,
+      variant: context.history.length,
+    };
+    if (this.mode === "merged") {
+      const result = await this.models.generateObject<{
+        status: "ok" | "tool_error";
+        observation: unknown;
+        changes: RawChange[];
+      }>({
+        ...common,
+        schemaName: "simulated_call",
+        schema: {
+          type: "object",
+          properties: {
+            status: { enum: ["ok", "tool_error"] },
+            observation: observationSchema,
+            changes: { type: "array", items: CHANGE_SCHEMA },
+          },
+          required: ["status", "observation", "changes"],
+          additionalProperties: false,
+        },
+        messages: [
+          { role: "system", content: simulatorSystemPrompt("merged") },
+          { role: "user", content: simulatorUserPrompt(data) },
+        ],
+      });
+      return {
+        status: result.object.status,
+        observation: result.object.observation,
+        changes: result.object.status === "ok" ? toChanges(result.object.changes) : [],
+        usage: usageOf([result]),
+      };
+    }
+    const response = await this.models.generateObject<{ status: "ok" | "tool_error"; observation: unknown }>({
+      ...common,
+      schemaName: "simulated_response",
+      schema: {
+        type: "object",
+        properties: { status: { enum: ["ok", "tool_error"] }, observation: observationSchema },
+        required: ["status", "observation"],
+        additionalProperties: false,
+      },
+      messages: [
+        { role: "system", content: simulatorSystemPrompt("response") },
+        { role: "user", content: simulatorUserPrompt(data) },
+      ],
+    });
+    if (response.object.status !== "ok") {
+      return {
+        status: "tool_error",
+        observation: response.object.observation,
+        changes: [],
+        usage: usageOf([response]),
+      };
+    }
+    const update = await this.models.generateObject<{ changes: RawChange[] }>({
+      ...common,
+      schemaName: "state_update",
+      schema: {
+        type: "object",
+        properties: { changes: { type: "array", items: CHANGE_SCHEMA } },
+        required: ["changes"],
+        additionalProperties: false,
+      },
+      messages: [
+        { role: "system", content: simulatorSystemPrompt("state") },
+        { role: "user", content: simulatorUserPrompt({ ...data, observation: response.object.observation }) },
+      ],
+    });
+    return {
+      status: "ok",
+      observation: response.object.observation,
+      changes: toChanges(update.object.changes),
+      usage: usageOf([response, update]),
+    };
+  }
+}
+
+interface RawChange {
+  op: "add" | "replace" | "remove";
+  path: string;
+  value?: unknown;
+}
+
+function toChanges(raw: RawChange[]): JsonChange[] {
+  return raw.map((change) =>
+    change.op === "remove"
+      ? { op: "remove", path: change.path }
+      : { op: change.op, path: change.path, after: change.value ?? null },
+  );
+}
+
+function usageOf(
+  results: Array<{
+    model: string;
+    usage: { inputTokens: number; outputTokens: number };
+    costUsd: number;
+    cached: boolean;
+    attempts: number;
+    repairs: number;
+  }>,
+): Record<string, unknown> {
+  return {
+    model: results[0]?.model,
+    modelCalls: results.reduce((sum, r) => sum + r.attempts + 0, 0),
+    inputTokens: results.reduce((sum, r) => sum + r.usage.inputTokens, 0),
+    outputTokens: results.reduce((sum, r) => sum + r.usage.outputTokens, 0),
+    costUsd: results.reduce((sum, r) => sum + r.costUsd, 0),
+    repairs: results.reduce((sum, r) => sum + r.repairs, 0),
+    cached: results.every((r) => r.cached),
+  };
+}
