@@ -9,15 +9,24 @@ import { TerrariumError } from "../core/errors.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
 import { loadEnvironment } from "../envs/load.js";
 import type { Environment } from "../envs/types.js";
+import { loadConfig } from "../models/config.js";
+import { Models } from "../models/hub.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import { SqliteStore } from "../sessions/sqlite-store.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
 import { CodeSimulator } from "../sim/simulators/code.js";
+import { LlmSimulator } from "../sim/simulators/llm.js";
 import type { Simulator } from "../sim/types.js";
 import { createApp } from "./app.js";
 
 export interface ServeOptions {
   sources: string[];
+  /** Model for the llm simulator (otherwise roles.simulator / roles.default of the config, if any). */
+  model?: string;
+  /** terrarium.config.yaml to use. */
+  config?: string;
+  /** `merged` (one call) or `gecko` (two calls) for the llm simulator. */
+  llmMode?: "merged" | "gecko";
   state?: string;
   simulator?: SimulatorPolicy;
   port?: number;
@@ -43,7 +52,7 @@ export function isEnvironmentReference(source: string): boolean {
 /** Builds the engine for `terrarium serve` (and for tests): tools from files, an environment's tools run as code. */
 export async function buildEngine(
   options: ServeOptions,
-): Promise<{ engine: Engine; environment?: Environment }> {
+): Promise<{ engine: Engine; environment?: Environment; models?: Models }> {
   const environments = options.sources.filter(isEnvironmentReference);
   if (environments.length > 1)
     throw new TerrariumError(
@@ -62,6 +71,15 @@ export async function buildEngine(
       "nothing to serve: give tool definition files or an environment",
     );
   const simulators: Simulator[] = environment ? [new CodeSimulator(environment, options.seed)] : [];
+  // The llm simulator joins when a model is named or configured; without one, code and schema serve.
+  const { config } = loadConfig(options.config ? { path: options.config } : {});
+  const model = options.model ?? config.roles.simulator ?? config.roles.default;
+  let models: Models | undefined;
+  if (model) {
+    models = new Models({ config: { ...config, roles: { ...config.roles, simulator: model } } });
+    await models.backend(model); // fail now, with what to set, rather than at the first call
+    simulators.push(new LlmSimulator(models, { ...(options.llmMode ? { mode: options.llmMode } : {}) }));
+  }
   const initialState =
     options.state !== undefined
       ? readDocument(options.state)
@@ -76,24 +94,36 @@ export async function buildEngine(
     initialState,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
   });
-  return environment ? { engine, environment } : { engine };
+  return { engine, ...(environment ? { environment } : {}), ...(models ? { models } : {}) };
 }
 
 /** Starts the HTTP server; resolves once it listens, with a function that stops it. */
 export async function startServer(
   options: ServeOptions,
-): Promise<{ url: string; engine: Engine; close: () => Promise<void> }> {
-  const { engine } = await buildEngine(options);
-  const app = createApp(engine, { ...(options.tokens ? { tokens: options.tokens } : {}) });
+): Promise<{ url: string; engine: Engine; models?: Models; close: () => Promise<void> }> {
+  const { engine, models } = await buildEngine(options);
+  const app = createApp(engine, {
+    ...(options.tokens ? { tokens: options.tokens } : {}),
+    ...(models
+      ? { usageOf: (sessionId: string) => models.ledger.all.filter((record) => record.scope === sessionId) }
+      : {}),
+  });
   const host = options.host ?? "127.0.0.1";
   return new Promise((resolve) => {
     const server = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname: host }, (info) => {
       resolve({
         url: `http://${host}:${info.port}`,
         engine,
+        ...(models ? { models } : {}),
         close: () =>
           new Promise<void>((done) => {
-            server.close(() => void engine.close().then(done));
+            server.close(
+              () =>
+                void engine
+                  .close()
+                  .then(() => models?.close())
+                  .then(done),
+            );
           }),
       });
     });

@@ -24,12 +24,14 @@ export function applyTolerantly(
     let parent: unknown = document;
     for (const [depth, token] of tokens.slice(0, -1).entries()) {
       const container = parent as Record<string, unknown>;
-      let next = Array.isArray(parent) ? parent[Number(token)] : container[token];
+      let next = Array.isArray(parent)
+        ? parent[token === "-" ? parent.length : Number(token)]
+        : container[token];
       if (next === null || typeof next !== "object") {
         if (change.op === "remove") break;
-        // Missing parents are created as objects (or arrays when the next token is an index).
-        next = /^\d+$/.test(tokens[depth + 1] ?? "") ? [] : {};
-        if (Array.isArray(parent)) parent[Number(token)] = next;
+        // Missing parents are created as objects (numeric keys are usually ids), or as an array for "-".
+        next = tokens[depth + 1] === "-" ? [] : {};
+        if (Array.isArray(parent)) parent[token === "-" ? parent.length : Number(token)] = next;
         else container[token] = next;
       }
       parent = next;

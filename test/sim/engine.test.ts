@@ -164,8 +164,16 @@ describe("tolerant application of model-proposed changes", () => {
       { op: "replace", path: "/a/count", after: 1 },
       { op: "remove", path: "/nothing/here" },
       { op: "add", path: "/list/-", after: "x" },
+      { op: "add", path: "/pets/77/name", after: "Tom" },
+      { op: "add", path: "/tags/-/label", after: "new" },
     ]);
-    expect(state).toEqual({ a: { count: 1 }, users: { u1: { name: "Ada" } }, list: { "-": "x" } });
-    expect(applied.map((c) => c.op)).toEqual(["add", "add", "add"]);
+    expect(state).toEqual({
+      a: { count: 1 },
+      users: { u1: { name: "Ada" } },
+      list: ["x"],
+      pets: { "77": { name: "Tom" } },
+      tags: [{ label: "new" }],
+    });
+    expect(applied.map((c) => c.op)).toEqual(["add", "add", "add", "add", "add"]);
   });
 });

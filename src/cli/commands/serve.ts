@@ -4,7 +4,19 @@ import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { type CliIo, collect } from "../io.js";
 
-const SIMULATORS = ["auto", "code", "llm", "schema", "proxy"];
+const SIMULATORS = ["auto", "code", "llm", "schema"];
+
+interface ServeCliOptions {
+  state?: string;
+  simulator: string;
+  port: number;
+  host: string;
+  db?: string;
+  token?: string[];
+  seed?: string;
+  model?: string;
+  llmMode: string;
+}
 
 export function registerServeCommand(program: Command, io: CliIo): void {
   program
@@ -24,6 +36,15 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       collect,
     )
     .option("--seed <seed>", "seed session ids and simulators, so a run repeats exactly")
+    .option(
+      "--model <model>",
+      "model of the llm simulator (default: roles.simulator or roles.default of the config)",
+    )
+    .option(
+      "--llm-mode <mode>",
+      "llm simulator: merged (one call per tool call) or gecko (response, then state update)",
+      "merged",
+    )
     .description(
       "serve simulated tools over HTTP (terrarium's API, Gecko-compatible endpoints, each tool at its path)",
     )
@@ -63,7 +84,8 @@ Examples:
           ...(options.seed ? { seed: options.seed } : {}),
         });
         io.stderr.write(
-          `terrarium serving ${server.engine.catalog.size} tools at ${server.url} (semantic validation: skipped, no model configured)\n` +
+          `terrarium serving ${server.engine.catalog.size} tools at ${server.url} ` +
+            `(simulators: ${server.models ? "code, llm, schema" : "code, schema; no model configured"}; semantic validation: skipped)\n` +
             `  try: curl -s -X POST ${server.url}/sessions\n`,
         );
         await new Promise<void>((resolve) => {
