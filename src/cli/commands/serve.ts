@@ -57,42 +57,32 @@ Examples:
   terrarium serve tau2-retail --db sessions.sqlite --token secret
 `,
     )
-    .action(
-      async (
-        sources: string[],
-        options: {
-          state?: string;
-          simulator: string;
-          port: number;
-          host: string;
-          db?: string;
-          token?: string[];
-          seed?: string;
-        },
-      ) => {
-        if (!SIMULATORS.includes(options.simulator)) {
-          throw new TerrariumError("INVALID_INPUT", `--simulator must be one of ${SIMULATORS.join(", ")}`);
-        }
-        const server = await startServer({
-          sources,
-          simulator: options.simulator as SimulatorPolicy,
-          port: options.port,
-          host: options.host,
-          ...(options.state ? { state: options.state } : {}),
-          ...(options.db ? { db: options.db } : {}),
-          ...(options.token ? { tokens: options.token } : {}),
-          ...(options.seed ? { seed: options.seed } : {}),
-        });
-        io.stderr.write(
-          `terrarium serving ${server.engine.catalog.size} tools at ${server.url} ` +
-            `(simulators: ${server.models ? "code, llm, schema" : "code, schema; no model configured"}; semantic validation: skipped)\n` +
-            `  try: curl -s -X POST ${server.url}/sessions\n`,
-        );
-        await new Promise<void>((resolve) => {
-          const stop = () => void server.close().then(resolve);
-          process.once("SIGINT", stop);
-          process.once("SIGTERM", stop);
-        });
-      },
-    );
+    .action(async (sources: string[], options: ServeCliOptions, command: Command) => {
+      if (!SIMULATORS.includes(options.simulator)) {
+        throw new TerrariumError("INVALID_INPUT", `--simulator must be one of ${SIMULATORS.join(", ")}`);
+      }
+      const server = await startServer({
+        sources,
+        simulator: options.simulator as SimulatorPolicy,
+        port: options.port,
+        host: options.host,
+        ...(options.state ? { state: options.state } : {}),
+        ...(options.db ? { db: options.db } : {}),
+        ...(options.token ? { tokens: options.token } : {}),
+        ...(options.seed ? { seed: options.seed } : {}),
+        ...(options.model ? { model: options.model } : {}),
+        ...(command.optsWithGlobals().config ? { config: command.optsWithGlobals().config as string } : {}),
+        llmMode: options.llmMode === "gecko" ? "gecko" : "merged",
+      });
+      io.stderr.write(
+        `terrarium serving ${server.engine.catalog.size} tools at ${server.url} ` +
+          `(simulators: ${server.models ? "code, llm, schema" : "code, schema; no model configured"}; semantic validation: skipped)\n` +
+          `  try: curl -s -X POST ${server.url}/sessions\n`,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = () => void server.close().then(resolve);
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+      });
+    });
 }
