@@ -14,6 +14,7 @@ import { Models } from "../models/hub.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import { SqliteStore } from "../sessions/sqlite-store.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
+import { SemanticValidator } from "../sim/semantic.js";
 import { CodeSimulator } from "../sim/simulators/code.js";
 import { LlmSimulator } from "../sim/simulators/llm.js";
 import type { Simulator } from "../sim/types.js";
@@ -52,7 +53,7 @@ export function isEnvironmentReference(source: string): boolean {
 /** Builds the engine for `terrarium serve` (and for tests): tools from files, an environment's tools run as code. */
 export async function buildEngine(
   options: ServeOptions,
-): Promise<{ engine: Engine; environment?: Environment; models?: Models }> {
+): Promise<{ engine: Engine; environment?: Environment; models?: Models; semantic?: SemanticValidator }> {
   const environments = options.sources.filter(isEnvironmentReference);
   if (environments.length > 1)
     throw new TerrariumError(
@@ -86,7 +87,15 @@ export async function buildEngine(
       : environment
         ? await environment.initialState()
         : {};
+  // Semantic validation runs when a model serves the validator role; otherwise outcomes say "skipped".
+  let semantic: SemanticValidator | undefined;
+  if (config.roles.validator) {
+    models ??= new Models({ config });
+    await models.backend(config.roles.validator);
+    semantic = new SemanticValidator(models, "validator");
+  }
   const engine = new Engine({
+    ...(semantic ? { semantic } : {}),
     catalog: new Catalog(tools),
     store: options.db ? new SqliteStore(options.db) : new MemoryStore(),
     simulators,
@@ -94,15 +103,21 @@ export async function buildEngine(
     initialState,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
   });
-  return { engine, ...(environment ? { environment } : {}), ...(models ? { models } : {}) };
+  return {
+    engine,
+    ...(environment ? { environment } : {}),
+    ...(models ? { models } : {}),
+    ...(semantic ? { semantic } : {}),
+  };
 }
 
 /** Starts the HTTP server; resolves once it listens, with a function that stops it. */
 export async function startServer(
   options: ServeOptions,
 ): Promise<{ url: string; engine: Engine; models?: Models; close: () => Promise<void> }> {
-  const { engine, models } = await buildEngine(options);
+  const { engine, models, semantic } = await buildEngine(options);
   const app = createApp(engine, {
+    semanticValidation: semantic ? "on" : "skipped",
     ...(options.tokens ? { tokens: options.tokens } : {}),
     ...(models
       ? { usageOf: (sessionId: string) => models.ledger.all.filter((record) => record.scope === sessionId) }

@@ -16,6 +16,7 @@ import {
 import { SchemaCompiler } from "../validate/ajv.js";
 import { CallValidator } from "../validate/validator.js";
 import { toViolations, type Violation } from "../validate/violations.js";
+import type { SemanticValidator } from "./semantic.js";
 import { SchemaSimulator } from "./simulators/schema.js";
 import { applyTolerantly } from "./tolerant-patch.js";
 import type { SimulationResult, Simulator, SimulatorName } from "./types.js";
@@ -43,6 +44,8 @@ export interface EngineOptions {
   clock?: Clock;
   /** Seeds session ids and simulators, so a seeded server repeats exactly. */
   seed?: string | number;
+  /** Semantic argument validation with a model; without it, every outcome says `semantic: "skipped"`. */
+  semantic?: SemanticValidator;
 }
 
 /** The outcome of one simulated call, as agents receive it. */
@@ -55,6 +58,8 @@ export interface CallOutcome {
   usage?: Record<string, unknown>;
   /** Position of this call in the session's history. */
   step: number;
+  /** What semantic validation said: passed, failed, skipped (no model configured) or error (failed open). */
+  semantic: "passed" | "failed" | "skipped" | "error" | "not-run";
 }
 
 export interface SessionExport {
@@ -216,8 +221,9 @@ export class Engine {
     const history = await this.store.history(id);
     const at = new Date(this.clock.now()).toISOString();
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
+    let semantic: CallOutcome["semantic"] = "not-run";
     const record = async (
-      result: Omit<CallOutcome, "step" | "simulator">,
+      result: Omit<CallOutcome, "step" | "simulator" | "semantic">,
       simulator: string,
       newState?: unknown,
     ): Promise<CallOutcome> => {
@@ -237,7 +243,7 @@ export class Engine {
         },
         newState === undefined ? undefined : { state: newState, reason: "step" },
       );
-      return { ...result, simulator, step: entry.index };
+      return { ...result, simulator, step: entry.index, semantic };
     };
 
     const verdict = this.validator.validate(this.catalog, recorded);
@@ -256,6 +262,23 @@ export class Engine {
     const args = (
       typeof recorded.arguments === "string" ? JSON.parse(recorded.arguments) : recorded.arguments
     ) as Record<string, unknown>;
+    if (this.options.semantic) {
+      const verdict = await this.options.semantic.check(tool, args, id);
+      semantic = verdict.status;
+      if (verdict.status === "failed") {
+        return record(
+          {
+            status: "invalid",
+            observation: { error: "invalid call", violations: verdict.problems },
+            changes: [],
+            errors: verdict.problems,
+          },
+          "validator",
+        );
+      }
+    } else {
+      semantic = "skipped";
+    }
     const simulator = this.simulatorFor(tool);
     let result: SimulationResult;
     try {

@@ -5,6 +5,7 @@ export {
   type SessionExport,
   type SimulatorPolicy,
 } from "./engine.js";
+export { SemanticValidator, type SemanticVerdict } from "./semantic.js";
 export { CodeSimulator } from "./simulators/code.js";
 export { LlmSimulator, type LlmSimulatorOptions } from "./simulators/llm.js";
 export { SchemaSimulator } from "./simulators/schema.js";

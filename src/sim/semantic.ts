@@ -1,0 +1,85 @@
+import type { JsonObjectSchema, Tool } from "../catalog/tool.js";
+import type { Models } from "../models/hub.js";
+import { semanticSystemPrompt, semanticUserPrompt } from "./prompts/semantic-validation.js";
+
+export type SemanticVerdict =
+  | { status: "passed" }
+  | { status: "failed"; problems: Array<{ path: string; rule: "semantic"; message: string }> }
+  | { status: "skipped" }
+  | { status: "error"; message: string };
+
+const VERDICT_SCHEMA: JsonObjectSchema = {
+  type: "object",
+  properties: {
+    valid: { type: "boolean" },
+    problems: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { argument: { type: "string" }, message: { type: "string" } },
+        required: ["argument", "message"],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ["valid", "problems"],
+  additionalProperties: false,
+};
+
+/**
+ * Semantic argument validation with a model (Gecko's second validator). It fails open: a model error
+ * never blocks a call (the verdict says so), and a "problem" about an argument the tool does not have is
+ * ignored, since rules already checked the names.
+ */
+export class SemanticValidator {
+  constructor(
+    private readonly models: Models,
+    private readonly role = "validator",
+  ) {}
+
+  async check(tool: Tool, args: Record<string, unknown>, scope?: string): Promise<SemanticVerdict> {
+    const properties = (tool.inputSchema.properties ?? {}) as Record<string, { description?: unknown }>;
+    const parameters = Object.fromEntries(
+      Object.entries(properties).map(([name, schema]) => [
+        name,
+        typeof schema.description === "string" ? schema.description : "",
+      ]),
+    );
+    try {
+      const result = await this.models.generateObject<{
+        valid: boolean;
+        problems: Array<{ argument: string; message: string }>;
+      }>({
+        role: this.role,
+        temperature: 0,
+        ...(scope ? { scope } : {}),
+        schema: VERDICT_SCHEMA,
+        schemaName: "semantic_verdict",
+        messages: [
+          { role: "system", content: semanticSystemPrompt() },
+          {
+            role: "user",
+            content: semanticUserPrompt({
+              tool: tool.name,
+              description: tool.description,
+              parameters,
+              arguments: args,
+            }),
+          },
+        ],
+      });
+      const problems = result.object.problems
+        .filter((problem) => problem.argument in properties)
+        .map((problem) => ({
+          path: `/${problem.argument.replace(/~/g, "~0").replace(/\//g, "~1")}`,
+          rule: "semantic" as const,
+          message: `"${problem.argument}": ${problem.message}`,
+        }));
+      return result.object.valid || problems.length === 0
+        ? { status: "passed" }
+        : { status: "failed", problems };
+    } catch (error) {
+      return { status: "error", message: (error as Error).message };
+    }
+  }
+}
