@@ -17,6 +17,7 @@ import { Engine, type SimulatorPolicy } from "../sim/engine.js";
 import { SemanticValidator } from "../sim/semantic.js";
 import { CodeSimulator } from "../sim/simulators/code.js";
 import { LlmSimulator } from "../sim/simulators/llm.js";
+import { ProxySimulator } from "../sim/simulators/proxy.js";
 import type { Simulator } from "../sim/types.js";
 import { createApp } from "./app.js";
 
@@ -26,6 +27,8 @@ export interface ServeOptions {
   model?: string;
   /** terrarium.config.yaml to use. */
   config?: string;
+  /** Base URL of the real API for the proxy simulator (hybrid mode); tools' own servers otherwise. */
+  proxy?: string;
   /** `merged` (one call) or `gecko` (two calls) for the llm simulator. */
   llmMode?: "merged" | "gecko";
   state?: string;
@@ -87,6 +90,9 @@ export async function buildEngine(
       : environment
         ? await environment.initialState()
         : {};
+  if (options.proxy !== undefined || options.simulator === "proxy" || typeof options.simulator === "object") {
+    simulators.push(new ProxySimulator(options.proxy ? { baseUrl: options.proxy } : {}));
+  }
   // Semantic validation runs when a model serves the validator role; otherwise outcomes say "skipped".
   let semantic: SemanticValidator | undefined;
   if (config.roles.validator) {

@@ -8,6 +8,7 @@ export {
 export { SemanticValidator, type SemanticVerdict } from "./semantic.js";
 export { CodeSimulator } from "./simulators/code.js";
 export { LlmSimulator, type LlmSimulatorOptions } from "./simulators/llm.js";
+export { type ProxyOptions, ProxySimulator } from "./simulators/proxy.js";
 export { SchemaSimulator } from "./simulators/schema.js";
 export { fromPattern, type SynthesisOptions, synthesize } from "./synthesize.js";
 export { applyTolerantly } from "./tolerant-patch.js";

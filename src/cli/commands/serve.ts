@@ -4,7 +4,7 @@ import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { type CliIo, collect } from "../io.js";
 
-const SIMULATORS = ["auto", "code", "llm", "schema"];
+const SIMULATORS = ["auto", "code", "llm", "schema", "proxy"];
 
 interface ServeCliOptions {
   state?: string;
@@ -16,6 +16,27 @@ interface ServeCliOptions {
   seed?: string;
   model?: string;
   llmMode: string;
+  policy?: string;
+  proxy?: string;
+}
+
+/** `read=proxy,write=llm` -> a policy by effect (tool names may be given too: `send_email=schema`). */
+function parsePolicy(text: string): SimulatorPolicy {
+  const policy: { read?: string; write?: string; unknown?: string; tools: Record<string, string> } = {
+    tools: {},
+  };
+  for (const part of text.split(",")) {
+    const [key, value] = part.split("=").map((piece) => piece.trim());
+    if (!key || !value || !SIMULATORS.includes(value) || value === "auto") {
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `--policy "${part}" must look like read=proxy or <tool>=llm (simulators: ${SIMULATORS.filter((s) => s !== "auto").join(", ")})`,
+      );
+    }
+    if (key === "read" || key === "write" || key === "unknown") policy[key] = value;
+    else policy.tools[key] = value;
+  }
+  return policy as SimulatorPolicy;
 }
 
 export function registerServeCommand(program: Command, io: CliIo): void {
@@ -55,6 +76,7 @@ Examples:
   terrarium serve bank                                  # a built-in environment, exact (code) simulation
   terrarium serve petstore.openapi.yaml --port 9000     # schema-valid answers, no model needed
   terrarium serve tau2-retail --db sessions.sqlite --token secret
+  terrarium serve api.openapi.yaml --policy read=proxy,write=llm --proxy https://api.example.com --model openai:gpt-4.1-mini
 `,
     )
     .action(async (sources: string[], options: ServeCliOptions, command: Command) => {
@@ -63,7 +85,8 @@ Examples:
       }
       const server = await startServer({
         sources,
-        simulator: options.simulator as SimulatorPolicy,
+        simulator: options.policy ? parsePolicy(options.policy) : (options.simulator as SimulatorPolicy),
+        ...(options.proxy ? { proxy: options.proxy } : {}),
         port: options.port,
         host: options.host,
         ...(options.state ? { state: options.state } : {}),
