@@ -142,6 +142,21 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   app.get("/sessions/:id/history", async (c) =>
     c.json(await engine.history((await sessionOf(c, c.req.param("id"))).id)),
   );
+  app.post("/sessions/import", async (c) => {
+    const record = await engine.importSession((await jsonBody(c)) as never, c.get("owner"));
+    return c.json({ id: record.id }, 201);
+  });
+  app.post("/sessions/:id/replay", async (c) => {
+    const record = await sessionOf(c, c.req.param("id"));
+    const body = await jsonBody(c);
+    if (body.simulator === undefined)
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        'the body must name a simulator policy: {"simulator": "schema"}',
+      );
+    const replayed = await engine.replay(record.id, body.simulator);
+    return c.json({ id: replayed.session.id, outcomes: replayed.outcomes }, 201);
+  });
   app.get("/sessions/:id/export", async (c) =>
     c.json(await engine.exportSession((await sessionOf(c, c.req.param("id"))).id)),
   );

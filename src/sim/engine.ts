@@ -101,8 +101,7 @@ export class Engine {
   }
 
   /** The simulator that answers calls to a tool under the policy. */
-  simulatorFor(tool: Tool): Simulator {
-    const policy = this.policy;
+  simulatorFor(tool: Tool, policy: SimulatorPolicy = this.policy): Simulator {
     let wanted: SimulatorName | undefined;
     if (typeof policy === "string") wanted = policy === "auto" ? undefined : policy;
     else wanted = policy.tools?.[tool.name] ?? policy[tool.effect as ToolEffect] ?? policy.default;
@@ -200,6 +199,79 @@ export class Engine {
     return this.serial(id, () => this.callNow(id, request));
   }
 
+  /**
+   * Re-runs a session's calls, in order, on a new session that starts from the same first state, with
+   * another simulator policy (for example to compare an llm simulator against the code that is truth).
+   */
+  async replay(
+    id: string,
+    policy: SimulatorPolicy,
+  ): Promise<{ session: SessionRecord; outcomes: CallOutcome[] }> {
+    const first = await this.store.snapshot(id, 0);
+    if (!first) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    const source = await this.session(id);
+    const session = await this.createSession({
+      state: first.state,
+      seed: source.seed,
+      ...(source.owner ? { owner: source.owner } : {}),
+    });
+    const outcomes: CallOutcome[] = [];
+    for (const entry of await this.store.history(id)) {
+      outcomes.push(await this.serial(session.id, () => this.callNow(session.id, entry.request, policy)));
+    }
+    return { session, outcomes };
+  }
+
+  /** Stores an exported session under a new id (snapshots and history as they were). */
+  async importSession(exported: SessionExport, owner?: string): Promise<SessionRecord> {
+    if (
+      exported?.schemaVersion !== SESSION_SCHEMA_VERSION ||
+      !Array.isArray(exported.snapshots) ||
+      !Array.isArray(exported.history)
+    ) {
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `not a terrarium session export (schemaVersion ${SESSION_SCHEMA_VERSION} with snapshots and history)`,
+      );
+    }
+    const [first, ...rest] = exported.snapshots;
+    const record: SessionRecord = {
+      ...exported.session,
+      id: this.ids.uuid(),
+      ...(owner ? { owner } : {}),
+      metadata: { ...(exported.session.metadata ?? {}), importedFrom: exported.session.id },
+    };
+    await this.store.createSession(record, first?.state ?? {});
+    // Replay the writes in their original order: a step brings its snapshot, other snapshots stand alone.
+    const byStep = new Map(
+      exported.history.filter((h) => h.snapshot !== undefined).map((h) => [h.snapshot as number, h]),
+    );
+    let nextEntry = 0;
+    const flushEntriesBefore = async (snapshotIndex: number) => {
+      while (nextEntry < exported.history.length) {
+        const entry = exported.history[nextEntry] as HistoryEntry;
+        if (entry.snapshot !== undefined && entry.snapshot >= snapshotIndex) break;
+        if (entry.snapshot === undefined) await this.store.appendStep(record.id, withoutIndexes(entry));
+        nextEntry++;
+      }
+    };
+    for (const snapshot of rest) {
+      await flushEntriesBefore(snapshot.index);
+      const entry = byStep.get(snapshot.index);
+      if (entry) {
+        await this.store.appendStep(record.id, withoutIndexes(entry), {
+          state: snapshot.state,
+          reason: snapshot.reason,
+        });
+        nextEntry = Math.max(nextEntry, entry.index + 1);
+      } else {
+        await this.store.appendSnapshot(record.id, snapshot.state, snapshot.reason, snapshot.at);
+      }
+    }
+    await flushEntriesBefore(Number.POSITIVE_INFINITY);
+    return record;
+  }
+
   /** The session as a versioned JSON document. */
   async exportSession(id: string): Promise<SessionExport> {
     return {
@@ -215,7 +287,11 @@ export class Engine {
     await this.store.close();
   }
 
-  private async callNow(id: string, request: { name: string; arguments?: unknown }): Promise<CallOutcome> {
+  private async callNow(
+    id: string,
+    request: { name: string; arguments?: unknown },
+    policy: SimulatorPolicy = this.policy,
+  ): Promise<CallOutcome> {
     await this.session(id);
     const snapshot = await this.store.latestSnapshot(id);
     const history = await this.store.history(id);
@@ -279,7 +355,7 @@ export class Engine {
     } else {
       semantic = "skipped";
     }
-    const simulator = this.simulatorFor(tool);
+    const simulator = this.simulatorFor(tool, policy);
     let result: SimulationResult;
     try {
       result = await simulator.simulate({
@@ -366,4 +442,9 @@ export class Engine {
     });
     return next;
   }
+}
+
+function withoutIndexes(entry: HistoryEntry): Omit<HistoryEntry, "index" | "snapshot"> {
+  const { index: _index, snapshot: _snapshot, ...rest } = entry;
+  return rest;
 }

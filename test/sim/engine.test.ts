@@ -177,3 +177,32 @@ describe("tolerant application of model-proposed changes", () => {
     expect(applied.map((c) => c.op)).toEqual(["add", "add", "add", "add", "add"]);
   });
 });
+
+describe("session export, import and replay", () => {
+  it("imports an export as an identical new session, and replays its calls with another simulator", async () => {
+    const engine = bankEngine();
+    const session = await engine.createSession({ state: await bank.initialState() });
+    await engine.call(session.id, transfer(10));
+    await engine.call(session.id, { name: "get_account", arguments: { account_id: "ACC-1001" } });
+    await engine.setState(session.id, { ...((await engine.state(session.id)) as object), note: "edited" });
+    await engine.call(session.id, transfer(5000));
+    await engine.call(session.id, transfer(20));
+    const exported = JSON.parse(JSON.stringify(await engine.exportSession(session.id)));
+
+    const imported = await engine.importSession(exported);
+    const again = await engine.exportSession(imported.id);
+    expect(again.snapshots).toEqual(exported.snapshots);
+    expect(again.history).toEqual(exported.history);
+    expect(again.session.metadata).toEqual({ importedFrom: session.id });
+    await expect(engine.importSession({ schemaVersion: 9 } as never)).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+    });
+
+    const { session: replayed, outcomes } = await engine.replay(session.id, "schema");
+    expect(outcomes.map((o) => o.simulator)).toEqual(["schema", "schema", "schema", "schema"]);
+    // The schema simulator never changes the state: the replay stays at the first snapshot.
+    expect(await engine.state(replayed.id)).toEqual(exported.snapshots[0].state);
+    const { outcomes: exact } = await engine.replay(session.id, "code");
+    expect(exact.map((o) => o.status)).toEqual(["ok", "ok", "tool_error", "ok"]);
+  });
+});
