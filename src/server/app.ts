@@ -13,6 +13,8 @@ export interface AppOptions {
   maxBodyBytes?: number;
   /** Model usage per session, for Gecko's /get-session-llm-usage. */
   usageOf?: (sessionId: string) => unknown;
+  /** Builds a state with a model for Gecko's bootstrap_mode auto/force (absent: states are stored as given). */
+  bootstrap?: (background: { task?: string; state?: unknown }, sessionId: string) => Promise<unknown>;
   /** Whether semantic validation runs (reported in /health and call results when skipped). */
   semanticValidation?: "on" | "skipped";
   version?: string;
@@ -185,9 +187,26 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     if (mode !== "skip" && mode !== "auto" && mode !== "force") {
       throw new TerrariumError("INVALID_INPUT", 'bootstrap_mode must be "auto", "skip" or "force"');
     }
-    await engine.setState(record.id, body.state ?? {});
-    // Bootstrapping a state with a model needs the llm simulator; without one the state is stored as given.
-    return c.json({ status: "ok", session_id: record.id, bootstrapped: false });
+    const given = body.state ?? {};
+    // "auto" bootstraps only a state that has no runtime_state yet; "force" always does; "skip" never.
+    const wanted =
+      mode === "force" ||
+      (mode === "auto" && !(given && typeof given === "object" && "runtime_state" in given));
+    if (wanted && !options.bootstrap) {
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `bootstrap_mode "${mode}" needs a model (serve --model …); use "skip" to store the state as given`,
+      );
+    }
+    const state =
+      wanted && options.bootstrap
+        ? await options.bootstrap(
+            { state: given, ...(typeof body.task === "string" ? { task: body.task } : {}) },
+            record.id,
+          )
+        : given;
+    await engine.setState(record.id, state);
+    return c.json({ status: "ok", session_id: record.id, bootstrapped: wanted });
   });
   app.get("/get-session-state", async (c) =>
     c.json(await engine.state((await sessionOf(c, c.req.header("x-session-id"))).id)),

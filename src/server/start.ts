@@ -13,6 +13,7 @@ import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import { SqliteStore } from "../sessions/sqlite-store.js";
+import { bootstrapState } from "../sim/bootstrap.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
 import { SemanticValidator } from "../sim/semantic.js";
 import { CodeSimulator } from "../sim/simulators/code.js";
@@ -126,7 +127,11 @@ export async function startServer(
     semanticValidation: semantic ? "on" : "skipped",
     ...(options.tokens ? { tokens: options.tokens } : {}),
     ...(models
-      ? { usageOf: (sessionId: string) => models.ledger.all.filter((record) => record.scope === sessionId) }
+      ? {
+          usageOf: (sessionId: string) => models.ledger.all.filter((record) => record.scope === sessionId),
+          bootstrap: (background: { task?: string; state?: unknown }, sessionId: string) =>
+            bootstrapState(models, engine.catalog, background, { scope: sessionId }),
+        }
       : {}),
   });
   const host = options.host ?? "127.0.0.1";

@@ -1,3 +1,4 @@
+export { bootstrapState } from "./bootstrap.js";
 export {
   type CallOutcome,
   Engine,

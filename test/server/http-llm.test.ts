@@ -20,6 +20,13 @@ describe("serve with the llm simulator", () => {
       {
         reply: {
           content: JSON.stringify({
+            state: { pets: { "1": { name: "Rex" } }, runtime_state: { current_user: "model-chosen" } },
+          }),
+        },
+      },
+      {
+        reply: {
+          content: JSON.stringify({
             status: "ok",
             observation: { id: 77, name: "Tom" },
             changes: [{ op: "add", path: "/pets/77", value: { name: "Tom" } }],
@@ -42,6 +49,26 @@ describe("serve with the llm simulator", () => {
     });
     const { session_id } = (await (await fetch(`${server.url}/session-id`)).json()) as { session_id: string };
     const headers = { "x-session-id": session_id, "content-type": "application/json" };
+    // Gecko's bootstrap: the model fills in a starting state; what the client gave wins where both speak.
+    const boot = await fetch(`${server.url}/set-session-state`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        state: { runtime_state: { current_user: "ada" } },
+        bootstrap_mode: "force",
+        task: "Adopt a pet",
+      }),
+    });
+    expect(await boot.json()).toMatchObject({ status: "ok", bootstrapped: true });
+    expect(await (await fetch(`${server.url}/get-session-state`, { headers })).json()).toEqual({
+      pets: { "1": { name: "Rex" } },
+      runtime_state: { current_user: "ada" },
+    });
+    await fetch(`${server.url}/set-session-state`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ state: {}, bootstrap_mode: "skip" }),
+    });
     const created = await fetch(`${server.url}/pets`, {
       method: "POST",
       headers,
@@ -54,8 +81,8 @@ describe("serve with the llm simulator", () => {
     const usage = (await (await fetch(`${server.url}/get-session-llm-usage`, { headers })).json()) as {
       usage: Array<{ model: string; role: string }>;
     };
-    expect(usage.usage).toHaveLength(1);
-    expect(usage.usage[0]).toMatchObject({
+    expect(usage.usage).toHaveLength(2);
+    expect(usage.usage[1]).toMatchObject({
       model: "scripted:pet-model",
       role: "simulator",
       inputTokens: 10,
