@@ -4,7 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { exportOpenApi } from "../catalog/export-openapi.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
-import type { Engine } from "../sim/engine.js";
+import type { Engine, SimulatorPolicy } from "../sim/engine.js";
 
 export interface AppOptions {
   /** Bearer tokens accepted; with none, the server is open. Each token sees only its own sessions. */
@@ -151,12 +151,14 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   app.post("/sessions/:id/replay", async (c) => {
     const record = await sessionOf(c, c.req.param("id"));
     const body = await jsonBody(c);
-    if (body.simulator === undefined)
+    const policy = body.simulator;
+    if (typeof policy !== "string" && (policy === null || typeof policy !== "object")) {
       throw new TerrariumError(
         "INVALID_INPUT",
         'the body must name a simulator policy: {"simulator": "schema"}',
       );
-    const replayed = await engine.replay(record.id, body.simulator);
+    }
+    const replayed = await engine.replay(record.id, policy as SimulatorPolicy);
     return c.json({ id: replayed.session.id, outcomes: replayed.outcomes }, 201);
   });
   app.get("/sessions/:id/export", async (c) =>
@@ -328,12 +330,12 @@ async function jsonValue(c: Context<Env>, optional = false): Promise<unknown> {
   }
 }
 
-async function jsonBody(c: Context<Env>, optional = false): Promise<Record<string, any>> {
+async function jsonBody(c: Context<Env>, optional = false): Promise<Record<string, unknown>> {
   const value = await jsonValue(c, optional);
   if (value === undefined) return {};
   if (value === null || typeof value !== "object" || Array.isArray(value))
     throw new TerrariumError("INVALID_INPUT", "the body must be a JSON object");
-  return value as Record<string, any>;
+  return value as Record<string, unknown>;
 }
 
 /** The server's own API plus the simulated tools, as one OpenAPI 3.1 document. */
