@@ -1,6 +1,7 @@
 export * from "./catalog/index.js";
 export * from "./core/index.js";
 export * from "./envs/index.js";
+export * from "./mcp/index.js";
 export * from "./models/index.js";
 export * from "./server/index.js";
 export * from "./sessions/index.js";

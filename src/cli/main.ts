@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
 import { registerEnvCommands } from "./commands/env.js";
+import { registerMcpCommand } from "./commands/mcp.js";
 import { registerModelsCommands } from "./commands/models.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerToolsCommands } from "./commands/tools.js";
@@ -39,6 +40,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   registerModelsCommands(program, io, setExitCode);
   registerEnvCommands(program, io);
   registerServeCommand(program, io);
+  registerMcpCommand(program, io);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

@@ -4,6 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { exportOpenApi } from "../catalog/export-openapi.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
+import { McpHttpEndpoint } from "../mcp/server.js";
 import type { Engine, SimulatorPolicy } from "../sim/engine.js";
 
 export interface AppOptions {
@@ -176,6 +177,10 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     await engine.deleteSession(record.id);
     return c.body(null, 204);
   });
+
+  // --- MCP (streamable HTTP), one session per MCP connection ------------------------------------------
+  const mcp = new McpHttpEndpoint(engine);
+  app.all("/mcp", (c) => mcp.handle(c.req.raw, c.get("owner")));
 
   // --- Gecko-compatible API -------------------------------------------------------------------------
   app.get("/session-id", async (c) => {

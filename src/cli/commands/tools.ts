@@ -1,9 +1,9 @@
 import type { Command } from "commander";
-import { loadCatalog } from "../../catalog/catalog.js";
 import { exportOpenApi } from "../../catalog/export-openapi.js";
 import type { Tool, ToolFormat } from "../../catalog/tool.js";
 import { TOOL_FORMATS } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
+import { loadToolSources } from "../../mcp/sources.js";
 import { CallValidator } from "../../validate/validator.js";
 import { type CliIo, collect, compactTable, parseEffectOverrides } from "../io.js";
 
@@ -32,15 +32,18 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
   addSourceOptions(
     tools
       .command("list")
-      .argument("<source...>", "tool definition files (JSON, JSON Lines or YAML)")
+      .argument(
+        "<source...>",
+        "tool definition files (JSON, JSON Lines or YAML), or mcp+stdio:<command> / mcp+http:<url>",
+      )
       .option("--json", "print the canonical tools as JSON")
       .description("list the tools in one or more sources")
       .addHelpText(
         "after",
         "\nExamples:\n  terrarium tools list petstore.openapi.yaml\n  terrarium tools list tools.json --json > canonical.json\n",
       ),
-  ).action((sources: string[], options: SourceOptions & { json?: boolean }) => {
-    const catalog = loadFromSources(sources, options);
+  ).action(async (sources: string[], options: SourceOptions & { json?: boolean }) => {
+    const catalog = await loadFromSources(sources, options);
     new CallValidator().prepare(catalog); // surface schemas Ajv cannot compile now, not at the first call
     if (options.json) {
       io.stdout.write(`${JSON.stringify(catalog.toJSON(), null, 2)}\n`);
@@ -61,18 +64,18 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
         "after",
         "\nExample:\n  terrarium tools export tools.json mcp-tools.json --format openapi > tools.openapi.json\n",
       ),
-  ).action((sources: string[], options: SourceOptions & { format: string; title?: string }) => {
+  ).action(async (sources: string[], options: SourceOptions & { format: string; title?: string }) => {
     if (options.format !== "openapi") {
       throw new TerrariumError("INVALID_INPUT", `--format "${options.format}" is not supported; use openapi`);
     }
-    const catalog = loadFromSources(sources, options);
+    const catalog = await loadFromSources(sources, options);
     new CallValidator().prepare(catalog);
     const document = exportOpenApi(catalog, options.title ? { title: options.title } : {});
     io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
   });
 }
 
-export function loadFromSources(sources: string[], options: SourceOptions) {
+export async function loadFromSources(sources: string[], options: SourceOptions) {
   if (options.as !== undefined && !TOOL_FORMATS.includes(options.as)) {
     throw new TerrariumError(
       "INVALID_INPUT",
@@ -80,7 +83,7 @@ export function loadFromSources(sources: string[], options: SourceOptions) {
     );
   }
   const effects = parseEffectOverrides(options.effect);
-  return loadCatalog(sources, {
+  return loadToolSources(sources, {
     ...(options.as ? { format: options.as } : {}),
     ...(effects ? { effects } : {}),
   });

@@ -60,7 +60,7 @@ Examples:
       if (options.dataset !== "-") assertReadable(options.dataset);
       const validator = new CallValidator();
       const sharedTools = options.tools
-        ? loadFromSources(options.tools, { ...(options.as ? { as: options.as } : {}) })
+        ? await loadFromSources(options.tools, { ...(options.as ? { as: options.as } : {}) })
         : undefined;
       if (sharedTools) validator.prepare(sharedTools);
       const output = options.out ? createWriteStream(options.out) : io.stdout;

@@ -1,0 +1,2 @@
+export { createMcpServer, McpHttpEndpoint } from "./server.js";
+export { isMcpSource, loadToolSources, toolsFromMcpServer } from "./sources.js";

@@ -1,0 +1,69 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Catalog, type LoadCatalogOptions } from "../catalog/catalog.js";
+import { loadToolFile, toolsFromDocument } from "../catalog/load.js";
+import type { Tool } from "../catalog/tool.js";
+import { TerrariumError } from "../core/errors.js";
+
+/** Whether a tool source names a running MCP server (`mcp+stdio:<command>` or `mcp+http:<url>`). */
+export function isMcpSource(source: string): boolean {
+  return source.startsWith("mcp+stdio:") || source.startsWith("mcp+http:");
+}
+
+/**
+ * Reads the tools of a running MCP server without calling any of them, so its tools can be simulated.
+ * `mcp+stdio:node server.js --flag` starts the command; `mcp+http:http://host/mcp` connects to it.
+ */
+export async function toolsFromMcpServer(source: string): Promise<Tool[]> {
+  const client = new Client({ name: "terrarium", version: "0.1.0" });
+  const transport = source.startsWith("mcp+stdio:")
+    ? stdioTransport(source.slice("mcp+stdio:".length))
+    : new StreamableHTTPClientTransport(new URL(source.slice("mcp+http:".length)));
+  try {
+    await client.connect(transport);
+    const tools: unknown[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : {});
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return toolsFromDocument({ tools }, { format: "mcp", file: source });
+  } catch (error) {
+    if (error instanceof TerrariumError) throw error;
+    throw new TerrariumError(
+      "FILE_UNREADABLE",
+      `cannot list the tools of the MCP server: ${(error as Error).message}`,
+      { where: { file: source }, cause: error },
+    );
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+function stdioTransport(commandLine: string): StdioClientTransport {
+  const [command, ...args] = splitCommand(commandLine.trim());
+  if (!command)
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      "mcp+stdio: needs a command, e.g. mcp+stdio:npx -y @modelcontextprotocol/server-everything",
+    );
+  return new StdioClientTransport({ command, args, stderr: "ignore" });
+}
+
+/** Splits a command line on spaces, keeping quoted parts together. */
+function splitCommand(line: string): string[] {
+  return [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? "");
+}
+
+/** Loads a catalog from files and running MCP servers alike. */
+export async function loadToolSources(sources: string[], options: LoadCatalogOptions = {}): Promise<Catalog> {
+  const tools: Tool[] = [];
+  for (const source of sources) {
+    if (isMcpSource(source)) tools.push(...(await toolsFromMcpServer(source)));
+    else tools.push(...loadToolFile(source, options.format ? { format: options.format } : {}));
+  }
+  const catalog = new Catalog(tools);
+  return options.effects ? catalog.withEffects(options.effects) : catalog;
+}
