@@ -3,7 +3,12 @@
  * beside a plain in-process function doing the same work, in the same run.
  */
 import { join } from "node:path";
-import { BUILTIN_ENVIRONMENTS, type EnvironmentInstance, loadPythonEnvironment } from "../src/envs/index.js";
+import {
+  BUILTIN_ENVIRONMENTS,
+  type EnvironmentInstance,
+  loadEnvironment,
+  loadPythonEnvironment,
+} from "../src/envs/index.js";
 import { type BenchResult, median } from "./report.js";
 
 const FIXTURES = join(import.meta.dirname, "..", "test", "fixtures");
@@ -76,8 +81,7 @@ export async function benchEnvs(): Promise<BenchResult> {
     await warehouse.close?.();
   }
 
-  const sandbox = await sandboxRow();
-  if (sandbox) rows.push(sandbox);
+  rows.push(await sandboxRow());
 
   const fmt = (value: number) => Math.round(value).toLocaleString("en-US");
   return {
@@ -96,7 +100,26 @@ export async function benchEnvs(): Promise<BenchResult> {
   };
 }
 
-/** The QuickJS sandbox row, when the sandbox is available. */
-async function sandboxRow(): Promise<{ subject: string; baseline: number; measured: number } | undefined> {
-  return undefined;
+/** The QuickJS sandbox: the counter example's increment, beside the same work as a plain function. */
+async function sandboxRow(): Promise<{ subject: string; baseline: number; measured: number }> {
+  const counter = await loadEnvironment(
+    join(import.meta.dirname, "..", "examples", "environments", "counter.quickjs.yaml"),
+  );
+  const instance = await counter.create({ seed: 1 });
+  const plain = { count: 0, history: {} as Record<string, unknown> };
+  let n = 0;
+  const plainIncrement = () => {
+    plain.count += 1;
+    plain.history[`inc_${n++}`] = { by: 1, at: "2025-01-01T00:00:00.000Z" };
+  };
+  let steps = 0;
+  const sandboxed = async () => {
+    if (++steps % 100 === 0) await instance.reset();
+    return instance.step({ name: "increment", arguments: { by: 1 } });
+  };
+  return {
+    subject: "QuickJS sandbox (counter.increment, write)",
+    baseline: await stepsPerSecond(plainIncrement),
+    measured: await stepsPerSecond(sandboxed),
+  };
 }

@@ -15,6 +15,14 @@ export {
   PythonEnvironment,
   readDescriptorName,
 } from "./python/environment.js";
+export {
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  DEFAULT_TIME_LIMIT_MS,
+  defineSandboxedEnvironment,
+  type SandboxedEnvironmentDescriptor,
+  type SandboxedToolDescriptor,
+  type SandboxOptions,
+} from "./sandbox/quickjs.js";
 export { makeTransition } from "./transition.js";
 export type {
   CreateOptions,

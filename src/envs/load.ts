@@ -10,7 +10,7 @@ import type { Environment } from "./types.js";
 
 /**
  * Finds an environment by reference: a built-in name; a TypeScript or JavaScript module whose default
- * (or only) export is an environment; or a descriptor file (YAML/JSON) of `kind: python`.
+ * (or only) export is an environment; or a descriptor file (YAML/JSON) of `kind: python` or `kind: quickjs`.
  */
 export async function loadEnvironment(reference: string): Promise<Environment> {
   const builtin = BUILTIN_ENVIRONMENTS[reference];
@@ -26,6 +26,11 @@ export async function loadEnvironment(reference: string): Promise<Environment> {
   const descriptor = readDocument(reference);
   const kind = isPlainObject(descriptor) ? descriptor.kind : undefined;
   if (kind === "python") return loadPythonEnvironment(reference);
+  if (kind === "quickjs") {
+    // Loaded on demand: the WebAssembly sandbox is only needed by runs that use it.
+    const { defineSandboxedEnvironment } = await import("./sandbox/quickjs.js");
+    return defineSandboxedEnvironment(descriptor as never, { file: reference });
+  }
   throw new TerrariumError(
     "CONFIG_INVALID",
     'an environment descriptor needs "kind: python" or "kind: quickjs"',

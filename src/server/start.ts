@@ -9,7 +9,6 @@ import { TerrariumError } from "../core/errors.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
 import { loadEnvironment } from "../envs/load.js";
 import type { Environment } from "../envs/types.js";
-import { loadToolSources } from "../mcp/sources.js";
 import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
 import { MemoryStore } from "../sessions/memory-store.js";

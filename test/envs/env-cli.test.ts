@@ -112,6 +112,26 @@ describe("terrarium env", () => {
     });
   });
 
+  it("runs a QuickJS descriptor", async () => {
+    const example = join(import.meta.dirname, "..", "..", "examples", "environments");
+    const run = await cli([
+      "env",
+      "run",
+      join(example, "counter.quickjs.yaml"),
+      "--calls",
+      join(example, "counter-calls.jsonl"),
+      "--seed",
+      "1",
+    ]);
+    const records = jsonLines(run.stdout);
+    expect(records.map((r) => [r.success, r.delta])).toEqual([
+      [true, 2],
+      [true, 0],
+      [false, 0],
+    ]);
+    expect(records[0]?.observation).toEqual({ id: expect.stringMatching(/^inc_/), count: 5 });
+  });
+
   it("says what an unknown environment reference is", async () => {
     const run = await cli(["env", "run", "nope", "--calls", "x.jsonl"]);
     expect(run.code).toBe(2);

@@ -1,0 +1,321 @@
+import {
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSEmscriptenModule,
+  type QuickJSHandle,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+  RELEASE_SYNC,
+  Scope,
+} from "quickjs-emscripten";
+import { isPlainObject } from "../../catalog/json-schema.js";
+import { HeapGuard } from "./heap.js";
+import { GUEST_PRELUDE } from "./prelude.js";
+
+/**
+ * The QuickJS (WebAssembly) engine that runs sandboxed tools. One WebAssembly module (the release-sync
+ * variant) is loaded per process and shared; it is loaded through newQuickJSWASMModuleFromVariant rather
+ * than getQuickJS so that the sandbox owns its memory (see heap.ts). Every call gets its own runtime and
+ * context, created for the call and disposed after it, so nothing a tool does survives it. The guest sees only what the prelude gives it (no file system, network,
+ * process, timers or module loader: the release build has none of them, and no module loader is set).
+ *
+ * Limits: a time limit (an interrupt handler with a deadline), a memory limit (QuickJS's own limit plus a
+ * cap on the WebAssembly heap, see heap.ts, because QuickJS's accounting under Emscripten only counts
+ * single large allocations) and a small interpreter stack limit, so that deep recursion ends in a QuickJS
+ * "stack overflow" error long before the host's stack runs out. Should the engine itself fail anyway (the
+ * host stack overflowing inside WebAssembly, an abort), its memory can no longer be trusted: the module is
+ * dropped and the next call loads a fresh one.
+ */
+
+/** What a guest call needs: the tool's source (a function expression) and the JSON of `{state, args}`. */
+export interface GuestRequest {
+  code: string;
+  input: string;
+}
+
+/** The host's side of `ctx`: the instance's clock and seeded sources. */
+export interface GuestHost {
+  /** ISO 8601 time (ctx.now()). */
+  now(): string;
+  /** Milliseconds since the epoch (Date inside the sandbox). */
+  clock(): number;
+  /** A float in [0, 1) (ctx.random(), Math.random()). */
+  random(): number;
+  /** A fresh id (ctx.id(prefix)). */
+  id(prefix?: string): string;
+}
+
+export interface GuestLimits {
+  timeLimitMs: number;
+  memoryLimitBytes: number;
+}
+
+/** Why the sandbox stopped a call before it could finish on its own. */
+export type StopReason =
+  | "time"
+  | "memory"
+  | "stack"
+  | "compile"
+  | "not-a-function"
+  | "unserializable"
+  | "tampered"
+  | "bad-output"
+  | "unsettled"
+  | "engine";
+
+export type GuestOutcome =
+  | { kind: "returned"; observation: unknown; state: unknown }
+  /** The tool rejected the call with ctx.fail. */
+  | { kind: "rejected"; message: string; details?: Record<string, unknown> }
+  /** The tool threw (message: "TypeError: ..."). */
+  | { kind: "raised"; message: string }
+  | { kind: "stopped"; reason: StopReason; detail?: string };
+
+/**
+ * Interpreter stack limit. QuickJS counts its own (WebAssembly) stack, but every interpreter frame also
+ * takes a V8 frame, several times larger; 32 KiB (about 180 nested JavaScript calls) keeps the worst
+ * cases measured (the parser on deeply nested source, JSON.stringify on deep values) well inside V8's stack.
+ */
+const MAX_STACK_BYTES = 32 * 1024;
+
+let loading: Promise<SandboxEngine> | undefined;
+let current: SandboxEngine | undefined;
+
+/** The process's engine, loaded on first use (and again after a failure of the engine). */
+export function sandboxEngine(): Promise<SandboxEngine> {
+  if (!loading) {
+    const attempt = SandboxEngine.load().then((engine) => {
+      current = engine;
+      return engine;
+    });
+    loading = attempt;
+    attempt.catch(() => {
+      if (loading === attempt) loading = undefined;
+    });
+  }
+  return loading;
+}
+
+export class SandboxEngine {
+  private discarded = false;
+
+  private constructor(
+    private readonly module: QuickJSWASMModule,
+    private readonly heap: HeapGuard,
+  ) {}
+
+  static async load(): Promise<SandboxEngine> {
+    const heap = new HeapGuard();
+    let emscripten: QuickJSEmscriptenModule | undefined;
+    const variant: QuickJSSyncVariant = {
+      type: "sync",
+      importFFI: () => RELEASE_SYNC.importFFI(),
+      importModuleLoader: async () => {
+        const loader = unwrapDefault(await RELEASE_SYNC.importModuleLoader());
+        return async (options) => {
+          emscripten = await loader({ ...options, wasmMemory: heap.memory });
+          return emscripten;
+        };
+      },
+    };
+    const module = await newQuickJSWASMModuleFromVariant(variant);
+    if (!emscripten) throw new Error("the QuickJS module loaded without its Emscripten module");
+    heap.attach(emscripten);
+    return new SandboxEngine(module, heap);
+  }
+
+  /** Runs one tool call in a fresh runtime and context. Never throws for anything the guest does. */
+  run(request: GuestRequest, host: GuestHost, limits: GuestLimits): GuestOutcome {
+    try {
+      return this.runInFreshContext(request, host, limits);
+    } catch (error) {
+      this.discard();
+      const overflow = error instanceof RangeError && /call stack/i.test(error.message);
+      return {
+        kind: "stopped",
+        reason: overflow ? "stack" : "engine",
+        detail: error instanceof Error ? error.message : String(error),
+      };
+    }
+  }
+
+  /** Forgets this engine: the next call to sandboxEngine() loads a new module. */
+  private discard(): void {
+    if (this.discarded) return;
+    this.discarded = true;
+    if (current === this) {
+      current = undefined;
+      loading = undefined;
+    }
+  }
+
+  private runInFreshContext(request: GuestRequest, host: GuestHost, limits: GuestLimits): GuestOutcome {
+    const scope = new Scope();
+    let healthy = false;
+    let release: (() => void) | undefined;
+    try {
+      const runtime = scope.manage(this.module.newRuntime());
+      runtime.setMaxStackSize(MAX_STACK_BYTES);
+      let deadline = Number.POSITIVE_INFINITY;
+      let timedOut = false;
+      runtime.setInterruptHandler(() => {
+        if (performance.now() <= deadline) return false;
+        timedOut = true;
+        return true;
+      });
+      const context = scope.manage(runtime.newContext());
+      let rejection: { message: string; details?: Record<string, unknown> } | undefined;
+      const hostObject = scope.manage(context.newObject());
+      const expose = (name: string, body: (...args: QuickJSHandle[]) => QuickJSHandle | undefined) => {
+        const fn = scope.manage(
+          context.newFunction(name, (...args) => this.heap.unguarded(() => body(...args))),
+        );
+        context.setProp(hostObject, name, fn);
+      };
+      expose("now", () => context.newString(host.now()));
+      expose("clock", () => context.newNumber(host.clock()));
+      expose("random", () => context.newNumber(host.random()));
+      expose("id", (prefix) =>
+        context.newString(
+          host.id(prefix && context.typeof(prefix) === "string" ? context.getString(prefix) : undefined),
+        ),
+      );
+      expose("fail", (message, details) => {
+        // The first rejection wins: a tool that catches its own ctx.fail still fails.
+        if (rejection) return undefined;
+        rejection = {
+          message: message && context.typeof(message) === "string" ? context.getString(message) : "rejected",
+        };
+        const parsed =
+          details && context.typeof(details) === "string" ? parseJson(context.getString(details)) : undefined;
+        if (parsed?.ok)
+          rejection.details = isPlainObject(parsed.value) ? parsed.value : { details: parsed.value };
+        return undefined;
+      });
+
+      const factory = scope.manage(unwrap(context, context.evalCode(GUEST_PRELUDE, "terrarium-prelude.js")));
+      const drive = scope.manage(
+        unwrap(context, context.callFunction(factory, context.undefined, hostObject)),
+      );
+      const source = scope.manage(context.newString(request.code));
+      const input = scope.manage(context.newString(request.input));
+
+      runtime.setMemoryLimit(limits.memoryLimitBytes);
+      release = this.heap.arm(limits.memoryLimitBytes);
+      deadline = performance.now() + limits.timeLimitMs;
+      const call = context.callFunction(drive, context.undefined, source, input);
+      // The driver answers with a string, or a promise of one when the tool is async.
+      let answer: QuickJSHandle | undefined;
+      let settled = true;
+      let escapedNull = false;
+      if (call.error) {
+        // QuickJS throws null when it runs out of memory while building the error itself.
+        escapedNull = context.sameValue(call.error, context.null);
+        call.error.dispose();
+      } else {
+        const value = scope.manage(call.value);
+        if (context.typeof(value) === "string") {
+          answer = value;
+        } else {
+          while (!timedOut && !this.heap.tripped) {
+            const jobs = runtime.executePendingJobs();
+            if (jobs.error) {
+              jobs.error.dispose();
+              break;
+            }
+            if (jobs.value === 0) break;
+          }
+          const promise = context.getPromiseState(value);
+          if (promise.type === "fulfilled") {
+            if (!promise.notAPromise) answer = scope.manage(promise.value);
+          } else if (promise.type === "rejected") {
+            promise.error.dispose();
+          } else {
+            settled = false;
+          }
+        }
+      }
+      release();
+      release = undefined;
+      deadline = Number.POSITIVE_INFINITY;
+      // Read only once the cap is lifted: copying the answer out must not be what runs out of memory.
+      const text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
+
+      const outcome = classify(
+        text,
+        { timedOut, memory: this.heap.tripped || escapedNull, settled },
+        rejection,
+      );
+      healthy = true;
+      return outcome;
+    } finally {
+      release?.();
+      // After a failure of the engine itself the handles cannot be freed safely; the module is dropped.
+      if (healthy) scope.dispose();
+    }
+  }
+}
+
+function classify(
+  text: string | undefined,
+  flags: { timedOut: boolean; memory: boolean; settled: boolean },
+  rejection: { message: string; details?: Record<string, unknown> } | undefined,
+): GuestOutcome {
+  if (flags.timedOut) return { kind: "stopped", reason: "time" };
+  if (flags.memory) return { kind: "stopped", reason: "memory" };
+  if (rejection) return { kind: "rejected", ...rejection };
+  if (!flags.settled) return { kind: "stopped", reason: "unsettled" };
+  if (text === undefined)
+    return { kind: "stopped", reason: "bad-output", detail: "the call ended without a result" };
+  const parsed = parseJson(text);
+  const report = parsed.ok && isPlainObject(parsed.value) ? parsed.value : undefined;
+  switch (report?.kind) {
+    case "returned":
+      return { kind: "returned", observation: report.observation ?? null, state: report.state };
+    case "raised":
+      return { kind: "raised", message: String(report.message) };
+    case "memory":
+      return { kind: "stopped", reason: "memory" };
+    case "compile":
+    case "unserializable":
+      return { kind: "stopped", reason: report.kind, detail: String(report.message) };
+    case "not-a-function":
+      return { kind: "stopped", reason: "not-a-function", detail: String(report.type) };
+    case "tampered":
+      return {
+        kind: "stopped",
+        reason: "tampered",
+        detail: `${String(report.target)} (${String(report.key)})`,
+      };
+    default:
+      return { kind: "stopped", reason: "bad-output", detail: "the sandbox's report could not be read" };
+  }
+}
+
+function unwrap(
+  context: QuickJSContext,
+  result: { error?: QuickJSHandle; value?: QuickJSHandle },
+): QuickJSHandle {
+  if (result.error) {
+    const problem = JSON.stringify(context.dump(result.error));
+    result.error.dispose();
+    throw new Error(`the sandbox prelude failed: ${problem}`);
+  }
+  return result.value as QuickJSHandle;
+}
+
+function unwrapDefault<T>(value: T | { default: T } | { default: { default: T } }): T {
+  let current: unknown = value;
+  while (typeof current === "object" && current !== null && "default" in current) {
+    current = (current as { default: unknown }).default;
+  }
+  return current as T;
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}

@@ -1,0 +1,308 @@
+import { z } from "zod";
+import { isPlainObject } from "../../catalog/json-schema.js";
+import type { JsonObjectSchema, JsonSchema, ToolEffect } from "../../catalog/tool.js";
+import { TerrariumError } from "../../core/errors.js";
+import { formatPointer } from "../../core/json-pointer.js";
+import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementation } from "../define.js";
+import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
+import { type GuestLimits, type GuestOutcome, sandboxEngine } from "./engine.js";
+
+/**
+ * Environments whose tools are untrusted JavaScript (written by a model or a user), run in a QuickJS
+ * sandbox. They behave like TypeScript environments (defineEnvironment does the validation, the seeding,
+ * fork and reset, and the transitions): only a tool's `run` is different, it hands the state and the
+ * arguments as JSON to a fresh QuickJS context, with a time and a memory limit, and takes back the
+ * observation and the new state as JSON. A tool that loops, allocates without end, throws, or tries to
+ * reach anything outside its sandbox ends its call as a failed step; the state stays as it was.
+ */
+
+/** One tool: its schema as in defineEnvironment, and its implementation as JavaScript source. */
+export interface SandboxedToolDescriptor {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (an object schema; unknown arguments are rejected). */
+  input?: JsonObjectSchema;
+  output?: JsonSchema;
+  effect: ToolEffect;
+  /**
+   * A JavaScript function expression, `(ctx) => observation` or `function (ctx) { ... }`, run in strict
+   * mode. `ctx.state` is a draft of the state to change (or replace), `ctx.args` the validated arguments,
+   * `ctx.now()` the time as an ISO string, `ctx.random()` a float in [0, 1), `ctx.id(prefix)` a fresh id,
+   * `ctx.fail(message, details?)` rejects the call. It may be async. `Date` and `Math.random` follow the
+   * same seeded clock and random source.
+   */
+  code: string;
+}
+
+/** A sandboxed environment as plain data (what a JSON or YAML descriptor holds). */
+export interface SandboxedEnvironmentDescriptor {
+  kind: "quickjs";
+  name: string;
+  description: string;
+  /** The state a new instance starts from: a JSON object. */
+  initialState: Record<string, unknown>;
+  tools: SandboxedToolDescriptor[];
+}
+
+export interface SandboxOptions {
+  /** Wall-clock time one call may take (default 1000 ms). */
+  timeLimitMs?: number;
+  /** Memory one call may use (default 32 MiB; at least 1 MiB). */
+  memoryLimitBytes?: number;
+  /** The descriptor's file, for error locations and the environment's source. */
+  file?: string;
+}
+
+export const DEFAULT_TIME_LIMIT_MS = 1000;
+export const DEFAULT_MEMORY_LIMIT_BYTES = 32 * 1024 * 1024;
+const MIN_MEMORY_LIMIT_BYTES = 1024 * 1024;
+const MAX_MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024;
+
+type JsonObject = Record<string, unknown>;
+
+const jsonObject = z.custom<JsonObject>(isPlainObject, { message: "expected a JSON object" });
+
+const ToolDescriptorSchema = z
+  .object({
+    name: z.string().min(1),
+    description: z.string(),
+    input: jsonObject.optional(),
+    output: z.union([z.boolean(), jsonObject]).optional(),
+    effect: z.enum(["read", "write", "unknown"]),
+    code: z.string().min(1),
+  })
+  .strict();
+
+const DescriptorSchema = z
+  .object({
+    kind: z.literal("quickjs"),
+    name: z.string().min(1),
+    description: z.string(),
+    initialState: jsonObject,
+    tools: z.array(ToolDescriptorSchema).min(1),
+  })
+  .strict()
+  .superRefine((descriptor, check) => {
+    const seen = new Set<string>();
+    descriptor.tools.forEach((tool, index) => {
+      if (seen.has(tool.name)) {
+        check.addIssue({
+          code: "custom",
+          path: ["tools", index, "name"],
+          message: `two tools are named "${tool.name}"`,
+        });
+      }
+      seen.add(tool.name);
+    });
+  });
+
+/** Builds an environment from a descriptor; the QuickJS engine is loaded when the first instance is created. */
+export function defineSandboxedEnvironment(
+  descriptor: SandboxedEnvironmentDescriptor,
+  options: SandboxOptions = {},
+): Environment {
+  const parsed = readDescriptor(descriptor, options.file);
+  const limits = readLimits(options);
+  const tools: Record<string, ToolImplementation<JsonObject>> = Object.fromEntries(
+    parsed.tools.map((tool) => [
+      tool.name,
+      {
+        description: tool.description,
+        ...(tool.input !== undefined ? { input: tool.input } : {}),
+        ...(tool.output !== undefined ? { output: tool.output } : {}),
+        effect: tool.effect,
+        run: sandboxedRun(tool, limits),
+      },
+    ]),
+  );
+  const inner = defineEnvironment<JsonObject>({
+    name: parsed.name,
+    description: parsed.description,
+    initialState: parsed.initialState,
+    tools,
+    ...(options.file ? { file: options.file } : {}),
+  });
+
+  const environment: Environment = {
+    name: parsed.name,
+    description: parsed.description,
+    tools: inner.tools,
+    source: { kind: "quickjs", ...(options.file ? { file: options.file } : {}), code: sourceOf(parsed) },
+    initialState: () => inner.initialState(),
+    create: async (createOptions: CreateOptions = {}) => {
+      if (createOptions.state !== undefined) requireObjectState(createOptions.state);
+      await sandboxEngine();
+      return new SandboxedInstance(environment, await inner.create(createOptions));
+    },
+  };
+  return environment;
+}
+
+/** The instance defineEnvironment made, presented as belonging to the sandboxed environment. */
+class SandboxedInstance implements EnvironmentInstance {
+  constructor(
+    readonly environment: Environment,
+    private readonly inner: EnvironmentInstance,
+  ) {}
+
+  step(call: { name: string; arguments?: unknown }): Promise<Transition> {
+    return this.inner.step(call);
+  }
+
+  state(): Promise<unknown> {
+    return this.inner.state();
+  }
+
+  async fork(): Promise<EnvironmentInstance> {
+    return new SandboxedInstance(this.environment, await this.inner.fork());
+  }
+
+  async reset(state?: unknown): Promise<void> {
+    if (state !== undefined) requireObjectState(state);
+    await this.inner.reset(state);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function sandboxedRun(tool: SandboxedToolDescriptor, limits: GuestLimits) {
+  return async ({ state, args, clock, now, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
+    const engine = await sandboxEngine();
+    const outcome = engine.run(
+      { code: tool.code, input: JSON.stringify({ state, args }) },
+      {
+        now,
+        clock: () => clock.now(),
+        random: () => random.next(),
+        id: (prefix) => ids.next(prefix),
+      },
+      limits,
+    );
+    return settle(outcome, state, limits);
+  };
+}
+
+/** Turns what the guest did into what defineEnvironment expects: a result, or an exception. */
+function settle(outcome: GuestOutcome, draft: JsonObject, limits: GuestLimits): unknown {
+  switch (outcome.kind) {
+    case "returned":
+      if (!isPlainObject(outcome.state)) {
+        throw new ToolFailure(`the tool left a state that is not a JSON object (${typeName(outcome.state)})`);
+      }
+      replaceContents(draft, outcome.state);
+      return outcome.observation;
+    case "rejected":
+      throw new ToolFailure(outcome.message, outcome.details);
+    case "raised":
+      // defineEnvironment reports it as "the tool raised an error: <message>", as for TypeScript tools.
+      throw new Error(outcome.message);
+    case "stopped":
+      throw new ToolFailure(stopMessage(outcome, limits));
+  }
+}
+
+function stopMessage(outcome: Extract<GuestOutcome, { kind: "stopped" }>, limits: GuestLimits): string {
+  const detail = outcome.detail ?? "";
+  switch (outcome.reason) {
+    case "time":
+      return `the tool ran longer than ${limits.timeLimitMs} ms and was stopped`;
+    case "memory":
+      return `the tool exceeded its memory limit of ${formatBytes(limits.memoryLimitBytes)}`;
+    case "stack":
+      return "the tool nested its calls too deeply and was stopped";
+    case "compile":
+      return `the tool's code does not compile: ${detail}`;
+    case "not-a-function":
+      return `the tool's code must be a function such as (ctx) => { ... }, but it evaluates to ${detail}`;
+    case "unserializable":
+      return `the tool's result or state cannot be stored as JSON: ${detail}`;
+    case "tampered":
+      return `the tool changed the built-in ${detail}, which sandboxed tools may not do`;
+    case "unsettled":
+      return "the tool returned a promise that never settled";
+    case "bad-output":
+      return `the sandbox could not read what the tool did: ${detail}`;
+    case "engine":
+      return `the sandbox failed while running the tool and was restarted: ${detail}`;
+  }
+}
+
+/** Makes `target` hold exactly the properties of `source` (own data properties, "__proto__" included). */
+function replaceContents(target: JsonObject, source: JsonObject): void {
+  for (const key of Object.keys(target)) delete target[key];
+  for (const [key, value] of Object.entries(source)) {
+    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  }
+}
+
+function requireObjectState(state: unknown): void {
+  if (!isPlainObject(state)) {
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `the state of a sandboxed environment must be a JSON object, got ${typeName(state)}`,
+    );
+  }
+}
+
+function readDescriptor(descriptor: unknown, file: string | undefined): SandboxedEnvironmentDescriptor {
+  const parsed = DescriptorSchema.safeParse(descriptor);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const pointer = formatPointer((issue?.path ?? []).map(String));
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `sandboxed environment descriptor${pointer ? ` at ${pointer}` : ""}: ${issue?.message ?? "invalid"}`,
+      { where: { ...(file ? { file } : {}), pointer } },
+    );
+  }
+  return parsed.data as SandboxedEnvironmentDescriptor;
+}
+
+function readLimits(options: SandboxOptions): GuestLimits {
+  const timeLimitMs = options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS;
+  const memoryLimitBytes = options.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
+  if (!Number.isFinite(timeLimitMs) || timeLimitMs <= 0) {
+    throw new TerrariumError("CONFIG_INVALID", `timeLimitMs must be a positive number, got ${timeLimitMs}`);
+  }
+  if (
+    !Number.isInteger(memoryLimitBytes) ||
+    memoryLimitBytes < MIN_MEMORY_LIMIT_BYTES ||
+    memoryLimitBytes > MAX_MEMORY_LIMIT_BYTES
+  ) {
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `memoryLimitBytes must be a whole number of bytes from 1 MiB to 1 GiB, got ${memoryLimitBytes}`,
+    );
+  }
+  return { timeLimitMs, memoryLimitBytes };
+}
+
+/** The implementation as text, as for TypeScript environments: each tool's description, schema and code. */
+function sourceOf(descriptor: SandboxedEnvironmentDescriptor): string {
+  const parts = [
+    `// environment ${descriptor.name}: ${descriptor.description}`,
+    "// each tool is a JavaScript function of ctx, run in a QuickJS sandbox: ctx.state (a draft of the state",
+    "// to change), ctx.args, ctx.now(), ctx.random(), ctx.id(prefix), ctx.fail(message) (rejects the call)",
+  ];
+  for (const tool of descriptor.tools) {
+    parts.push(`// tool ${tool.name} (${tool.effect}): ${tool.description}`);
+    if (tool.input) parts.push(`// input: ${JSON.stringify(tool.input)}`);
+    parts.push(`${tool.name}: ${tool.code.trim()}`);
+  }
+  return parts.join("\n");
+}
+
+function formatBytes(bytes: number): string {
+  const MiB = 1024 * 1024;
+  if (bytes % MiB === 0) return `${bytes / MiB} MB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KB`;
+  return `${bytes} bytes`;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
