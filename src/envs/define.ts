@@ -15,6 +15,7 @@ export const SEEDED_CLOCK_START = "2025-01-01T00:00:00.000Z";
 export interface ToolContext<S> {
   /** A private copy of the state: change it freely; it becomes the new state only if `run` returns. */
   state: S;
+  // biome-ignore lint/suspicious/noExplicitAny: tool arguments are checked against the tool's schema before run sees them
   args: Record<string, any>;
   clock: Clock;
   /** The current time as an ISO 8601 string, from the injected clock. */
