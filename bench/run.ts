@@ -8,6 +8,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   validate: async () => (await import("./validate.js")).benchValidate(),
   models: async () => (await import("./models.js")).benchModels(),
   envs: async () => (await import("./envs.js")).benchEnvs(),
+  server: async () => (await import("./server.js")).benchServer(),
 };
 
 async function main(): Promise<void> {

@@ -57,8 +57,9 @@ export class MemoryStore implements Store {
     return structuredClone(this.get(id).snapshots);
   }
 
-  async history(id: string): Promise<HistoryEntry[]> {
-    return structuredClone(this.get(id).history);
+  async history(id: string, last?: number): Promise<HistoryEntry[]> {
+    const history = this.get(id).history;
+    return structuredClone(last === undefined ? history : history.slice(Math.max(0, history.length - last)));
   }
 
   async appendStep(

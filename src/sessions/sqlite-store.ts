@@ -94,6 +94,9 @@ export class SqliteStore implements Store {
       allHistory: db.prepare<[string], { entry: string }>(
         "SELECT entry FROM history WHERE session = ? ORDER BY idx",
       ),
+      lastHistory: db.prepare<[string, number], { entry: string }>(
+        "SELECT entry FROM (SELECT idx, entry FROM history WHERE session = ? ORDER BY idx DESC LIMIT ?) ORDER BY idx",
+      ),
     };
   }
 
@@ -145,9 +148,11 @@ export class SqliteStore implements Store {
     return this.statements.allSnapshots.all(id).map(toSnapshot);
   }
 
-  async history(id: string): Promise<HistoryEntry[]> {
+  async history(id: string, last?: number): Promise<HistoryEntry[]> {
     this.requireSession(id);
-    return this.statements.allHistory.all(id).map((row) => JSON.parse(row.entry) as HistoryEntry);
+    const rows =
+      last === undefined ? this.statements.allHistory.all(id) : this.statements.lastHistory.all(id, last);
+    return rows.map((row) => JSON.parse(row.entry) as HistoryEntry);
   }
 
   async appendStep(

@@ -51,7 +51,8 @@ export interface Store {
   latestSnapshot(id: string): Promise<Snapshot>;
   snapshot(id: string, index: number): Promise<Snapshot | undefined>;
   snapshots(id: string): Promise<Snapshot[]>;
-  history(id: string): Promise<HistoryEntry[]>;
+  /** The history in order; with `last`, only the last entries (the hot path reads only a window). */
+  history(id: string, last?: number): Promise<HistoryEntry[]>;
   /** Appends a history entry and, when given, the snapshot it produced, in one transaction. */
   appendStep(
     id: string,

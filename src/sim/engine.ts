@@ -21,6 +21,9 @@ import { SchemaSimulator } from "./simulators/schema.js";
 import { applyTolerantly } from "./tolerant-patch.js";
 import type { SimulationResult, Simulator, SimulatorName } from "./types.js";
 
+/** How many recent calls simulators are shown. */
+const HISTORY_WINDOW = 32;
+
 /** Which simulator answers which tool: one for all, by effect, or by tool name (names win). */
 export type SimulatorPolicy =
   | "auto"
@@ -294,7 +297,9 @@ export class Engine {
   ): Promise<CallOutcome> {
     await this.session(id);
     const snapshot = await this.store.latestSnapshot(id);
-    const history = await this.store.history(id);
+    // Simulators see a window of recent calls; reading the whole history on every call would grow with it.
+    const history = await this.store.history(id, HISTORY_WINDOW);
+    const callCount = history.length > 0 ? (history[history.length - 1] as HistoryEntry).index + 1 : 0;
     const at = new Date(this.clock.now()).toISOString();
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
     let semantic: CallOutcome["semantic"] = "not-run";
@@ -365,7 +370,7 @@ export class Engine {
         state: snapshot.state,
         snapshotIndex: snapshot.index,
         history,
-        random: createRandom(`${(await this.session(id)).seed}:${history.length}`),
+        random: createRandom(`${(await this.session(id)).seed}:${callCount}`),
         now: at,
       });
     } catch (error) {

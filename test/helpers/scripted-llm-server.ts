@@ -47,7 +47,13 @@ export interface ScriptedLlmServer {
 
 export async function startScriptedLlmServer(
   steps: ScriptStep[] = [],
-  options: { repeat?: ScriptStep } = {},
+  options: {
+    repeat?: ScriptStep;
+    /** Answers requests the script does not cover, from the request body. */
+    respond?: (body: any) => ScriptStep;
+    /** Report prompt tokens as the request's message characters / 4, so prompt sizes can be compared. */
+    countPromptTokens?: boolean;
+  } = {},
 ): Promise<ScriptedLlmServer> {
   const script = [...steps];
   const requests: RecordedRequest[] = [];
@@ -70,7 +76,20 @@ export async function startScriptedLlmServer(
         body = text;
       }
       requests.push({ path: req.url ?? "", headers: req.headers, body });
-      const step = script.shift() ?? options.repeat;
+      let step = script.shift() ?? options.repeat ?? options.respond?.(body);
+      if (step && options.countPromptTokens && step.reply) {
+        const characters = JSON.stringify(body?.messages ?? []).length;
+        step = {
+          ...step,
+          reply: {
+            ...step.reply,
+            usage: {
+              prompt_tokens: Math.ceil(characters / 4),
+              completion_tokens: Math.ceil((step.reply.content ?? "").length / 4),
+            },
+          },
+        };
+      }
       if (!step) {
         send(
           res,

@@ -86,3 +86,19 @@ describe("sqlite store durability", () => {
     await second.close();
   });
 });
+
+describe("history windows", () => {
+  for (const [name, make] of stores) {
+    it(`${name}: returns only the last entries, in order`, async () => {
+      const store = make();
+      await store.createSession(record("w"), {});
+      for (const n of ["a", "b", "c", "d"]) await store.appendStep("w", step(n));
+      expect((await store.history("w", 2)).map((h) => [h.index, h.request.name])).toEqual([
+        [2, "c"],
+        [3, "d"],
+      ]);
+      expect(await store.history("w", 10)).toHaveLength(4);
+      await store.close();
+    });
+  }
+});
