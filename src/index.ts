@@ -1,3 +1,4 @@
+export * from "./bench/bfcl/index.js";
 export * from "./catalog/index.js";
 export * from "./core/index.js";
 export * from "./envs/index.js";

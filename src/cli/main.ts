@@ -2,6 +2,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
+import { registerBenchCommands } from "./commands/bench.js";
 import { registerEnvCommands } from "./commands/env.js";
 import { registerMcpCommand } from "./commands/mcp.js";
 import { registerModelsCommands } from "./commands/models.js";
@@ -41,6 +42,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   registerEnvCommands(program, io);
   registerServeCommand(program, io);
   registerMcpCommand(program, io);
+  registerBenchCommands(program, io);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

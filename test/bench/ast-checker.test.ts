@@ -106,3 +106,59 @@ describe("BFCL AST checker", () => {
     });
   });
 });
+
+describe("terrarium bench bfcl score", () => {
+  it("scores a results file per category and explains each failure", async () => {
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { cli } = await import("../helpers/cli.js");
+    const { BFCL_DIR } = await import("../helpers/bfcl.js");
+    const items = bfclCategory("simple").slice(0, 4);
+    const lines = items.map(({ question, answer }, index) =>
+      JSON.stringify({
+        id: question.id,
+        calls:
+          index === 0
+            ? []
+            : groundTruthCalls(answer).map((c) => ({ ...c, arguments: JSON.stringify(c.arguments) })),
+      }),
+    );
+    const results = join(mkdtempSync(join(tmpdir(), "terrarium-bfcl-")), "results.jsonl");
+    writeFileSync(results, lines.join("\n"));
+    const run = await cli([
+      "bench",
+      "bfcl",
+      "score",
+      "--data",
+      BFCL_DIR,
+      "--categories",
+      "simple",
+      "--results",
+      results,
+      "--json",
+    ]);
+    const score = JSON.parse(run.stdout);
+    expect(score.categories.simple).toEqual({ items: 400, correct: 3, accuracy: 3 / 400 });
+    expect(score.items[0]).toEqual({
+      id: "simple_0",
+      category: "simple",
+      valid: false,
+      errorType: "count:wrong",
+      error: "expected exactly one call, got 0",
+    });
+    const table = await cli([
+      "bench",
+      "bfcl",
+      "score",
+      "--data",
+      BFCL_DIR,
+      "--categories",
+      "simple",
+      "--results",
+      results,
+    ]);
+    expect(table.stdout).toMatch(/│ simple\s+│ 400\s+│ 3\s+│ 0\.75%/);
+    expect(table.stdout).toContain("simple_0: count:wrong: expected exactly one call, got 0");
+  });
+});

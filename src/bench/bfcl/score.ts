@@ -1,0 +1,50 @@
+import { type AstCall, checkItem } from "./ast-checker.js";
+import type { BfclItem } from "./data.js";
+
+export interface ItemScore {
+  id: string;
+  category: string;
+  valid: boolean;
+  errorType?: string;
+  error?: string;
+}
+
+export interface BfclScore {
+  schemaVersion: number;
+  categories: Record<string, { items: number; correct: number; accuracy: number }>;
+  /** Unweighted mean of the category accuracies, as BFCL averages categories. */
+  overall: number;
+  items: ItemScore[];
+}
+
+/** Scores calls (by item id) with the AST checker; an item with no calls recorded counts as no call. */
+export function scoreBfcl(items: BfclItem[], callsById: Map<string, AstCall[]>): BfclScore {
+  const scores: ItemScore[] = items.map((item) => {
+    const result = checkItem(item.category, item.functions, item.answer, callsById.get(item.id) ?? []);
+    return result.valid
+      ? { id: item.id, category: item.category, valid: true }
+      : {
+          id: item.id,
+          category: item.category,
+          valid: false,
+          errorType: result.errorType,
+          error: result.error,
+        };
+  });
+  const categories: BfclScore["categories"] = {};
+  for (const score of scores) {
+    const entry = categories[score.category] ?? { items: 0, correct: 0, accuracy: 0 };
+    categories[score.category] = entry;
+    entry.items++;
+    if (score.valid) entry.correct++;
+  }
+  for (const entry of Object.values(categories))
+    entry.accuracy = entry.items ? entry.correct / entry.items : 0;
+  const accuracies = Object.values(categories).map((entry) => entry.accuracy);
+  return {
+    schemaVersion: 1,
+    categories,
+    overall: accuracies.length ? accuracies.reduce((a, b) => a + b, 0) / accuracies.length : 0,
+    items: scores,
+  };
+}
