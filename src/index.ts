@@ -7,4 +7,5 @@ export * from "./models/index.js";
 export * from "./server/index.js";
 export * from "./sessions/index.js";
 export * from "./sim/index.js";
+export * from "./task/index.js";
 export * from "./validate/index.js";
