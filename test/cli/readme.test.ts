@@ -44,12 +44,34 @@ describe("README", () => {
       });
       const base = `http://127.0.0.1:${port}`;
       const post = async (path: string, body?: unknown) =>
-        (await fetch(base + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? {}) })).json() as Promise<any>;
+        (
+          await fetch(base + path, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body ?? {}),
+          })
+        ).json() as Promise<any>;
       const { id } = await post("/sessions");
-      const moved = await post(`/sessions/${id}/calls`, { name: "transfer", arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 25 } });
-      expect(moved).toMatchObject({ status: "ok", simulator: "code", semantic: "skipped", observation: { from_balance: 2475 } });
-      const sent = await post(`/sessions/${id}/calls`, { name: "send_notification", arguments: { account_id: "ACC-1001", channel: "sms", message: "Sent $25" } });
-      expect(sent).toMatchObject({ status: "ok", simulator: "schema", errors: [], observation: { status: expect.stringMatching(/^(queued|sent)$/) } });
+      const moved = await post(`/sessions/${id}/calls`, {
+        name: "transfer",
+        arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 25 },
+      });
+      expect(moved).toMatchObject({
+        status: "ok",
+        simulator: "code",
+        semantic: "skipped",
+        observation: { from_balance: 2475 },
+      });
+      const sent = await post(`/sessions/${id}/calls`, {
+        name: "send_notification",
+        arguments: { account_id: "ACC-1001", channel: "sms", message: "Sent $25" },
+      });
+      expect(sent).toMatchObject({
+        status: "ok",
+        simulator: "schema",
+        errors: [],
+        observation: { status: expect.stringMatching(/^(queued|sent)$/) },
+      });
     } finally {
       child.kill("SIGTERM");
     }
