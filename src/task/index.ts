@@ -1,4 +1,10 @@
 export {
+  type ConvertOptions,
+  convertToOpenApi,
+  describeToolsInFile,
+  type ToolDescription,
+} from "./converter.js";
+export {
   type ChecklistItem,
   ChecklistWriter,
   type JudgedCall,

@@ -1,9 +1,13 @@
+import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { exportOpenApi } from "../../catalog/export-openapi.js";
 import type { Tool, ToolFormat } from "../../catalog/tool.js";
 import { TOOL_FORMATS } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
 import { loadToolSources } from "../../mcp/sources.js";
+import { loadConfig } from "../../models/config.js";
+import { Models } from "../../models/hub.js";
+import { convertToOpenApi, describeToolsInFile } from "../../task/converter.js";
 import { CallValidator } from "../../validate/validator.js";
 import { type CliIo, collect, compactTable, parseEffectOverrides } from "../io.js";
 
@@ -73,6 +77,56 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
     const document = exportOpenApi(catalog, options.title ? { title: options.title } : {});
     io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
   });
+  registerConvertCommand(tools, io);
+}
+
+export function registerConvertCommand(tools: Command, io: CliIo): void {
+  tools
+    .command("convert")
+    .argument(
+      "<file>",
+      "a Python source file (its public functions and methods) or a text file describing tools",
+    )
+    .option("--out <file>", "write the OpenAPI 3.1 document here instead of stdout")
+    .option("--model <model>", "model that writes the schemas (default: roles.converter or roles.default)")
+    .option("--title <title>", "info.title of the document")
+    .description(
+      "write OpenAPI 3.1 operations for tools described in code or text, with a model (checked and repaired)",
+    )
+    .addHelpText(
+      "after",
+      "\nExample:\n  terrarium tools convert my_tools.py --out tools.openapi.json --model openai:gpt-4.1-mini\n",
+    )
+    .action(
+      async (file: string, options: { out?: string; model?: string; title?: string }, command: Command) => {
+        const configPath = command.optsWithGlobals().config as string | undefined;
+        const { config } = loadConfig(configPath ? { path: configPath } : {});
+        const models = new Models({
+          config: options.model
+            ? { ...config, roles: { ...config.roles, converter: options.model } }
+            : config,
+        });
+        try {
+          const descriptions = describeToolsInFile(file);
+          io.stderr.write(
+            `converting ${descriptions.length} tool description${descriptions.length === 1 ? "" : "s"}…\n`,
+          );
+          const document = await convertToOpenApi(descriptions, {
+            models,
+            ...(options.title ? { title: options.title } : {}),
+          });
+          const text = `${JSON.stringify(document, null, 2)}\n`;
+          if (options.out) writeFileSync(options.out, text);
+          else io.stdout.write(text);
+          const usage = models.ledger.totals;
+          io.stderr.write(
+            `${Object.keys(document.paths as object).length} operations; ${usage.calls} model calls, $${usage.costUsd.toFixed(4)}\n`,
+          );
+        } finally {
+          await models.close();
+        }
+      },
+    );
 }
 
 export async function loadFromSources(sources: string[], options: SourceOptions) {
