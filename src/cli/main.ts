@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
 import { registerBenchCommands } from "./commands/bench.js";
 import { registerEnvCommands } from "./commands/env.js";
+import { registerGatsCommand } from "./commands/gats.js";
 import { registerMcpCommand } from "./commands/mcp.js";
 import { registerModelsCommands } from "./commands/models.js";
 import { registerServeCommand } from "./commands/serve.js";
@@ -43,6 +44,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   registerServeCommand(program, io);
   registerMcpCommand(program, io);
   registerBenchCommands(program, io);
+  registerGatsCommand(program, io, setExitCode);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

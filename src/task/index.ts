@@ -21,3 +21,4 @@ export {
   type TurnResult,
 } from "./gats.js";
 export { type PlannedCall, type PlannerOptions, type PlannerRun, runPlanner } from "./planner.js";
+export { runTaskLine, type TaskLine } from "./run-task.js";

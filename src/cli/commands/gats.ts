@@ -1,0 +1,176 @@
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { readDocument } from "../../catalog/read-document.js";
+import { TerrariumError } from "../../core/errors.js";
+import { loadConfig } from "../../models/config.js";
+import { Models } from "../../models/hub.js";
+import { buildEngine } from "../../server/start.js";
+import { type GatsResult, gats } from "../../task/gats.js";
+import { runTaskLine, type TaskLine } from "../../task/run-task.js";
+import { type CliIo, collect } from "../io.js";
+
+interface GatsCliOptions {
+  tools?: string[];
+  task?: string[];
+  state?: string;
+  planner?: string;
+  maxRetries: number;
+  json?: boolean;
+  dataset?: string;
+  out?: string;
+  concurrency: number;
+  resume?: boolean;
+}
+
+export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
+  program
+    .command("gats")
+    .description("refine an agent's tool calls against simulated tools with judge feedback (GATS)")
+    .option("--tools <source>", "tool definitions, an MCP server, or an environment (repeatable)", collect)
+    .option("--task <text>", "the task; repeat for the turns of a multi-turn task", collect)
+    .option("--state <file>", "starting state (JSON or YAML)")
+    .option("--planner <model>", "the planner's model (default: roles.planner or roles.default)")
+    .option("--max-retries <n>", "retries after the first attempt", (v) => Number.parseInt(v, 10), 3)
+    .option("--json", "print everything as JSON")
+    .option("--dataset <file>", 'JSONL of tasks: {"id", "tools": [...], "turns": ["…"], "state"?}')
+    .option("--out <file>", "results JSONL for --dataset")
+    .option("--concurrency <n>", "tasks at once for --dataset", (v) => Number.parseInt(v, 10), 2)
+    .option("--resume", "skip dataset tasks whose id is already in --out")
+    .addHelpText(
+      "after",
+      `
+Needs models for the planner, checklist and judge roles (terrarium.config.yaml, or --planner plus roles.default).
+
+Examples:
+  terrarium gats --tools bank --task "Move 100 from ACC-1001 to ACC-1002" --planner openai:gpt-4.1-mini
+  terrarium gats --dataset tasks.jsonl --out results.jsonl --concurrency 4 --resume
+`,
+    )
+    .action(async (options: GatsCliOptions, command: Command) => {
+      const configPath = command.optsWithGlobals().config as string | undefined;
+      const { config } = loadConfig(configPath ? { path: configPath } : {});
+      const models = new Models({ config });
+      try {
+        if (options.dataset) await runDataset(options, models, io, setExitCode);
+        else await runOne(options, models, io, setExitCode);
+      } finally {
+        await models.close();
+      }
+    });
+}
+
+async function runOne(
+  options: GatsCliOptions,
+  models: Models,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+): Promise<void> {
+  if (!options.tools?.length || !options.task?.length) {
+    throw new TerrariumError("INVALID_INPUT", "give --tools and --task (or --dataset)");
+  }
+  const { engine } = await buildEngine({
+    sources: options.tools,
+    ...(options.state ? { state: options.state } : {}),
+  });
+  try {
+    const start = await engine.createSession();
+    const result = await gats({
+      engine,
+      models,
+      startSession: start.id,
+      turns: options.task,
+      maxRetries: options.maxRetries,
+      ...(options.planner ? { planner: { model: options.planner } } : {}),
+    });
+    if (options.json) io.stdout.write(`${JSON.stringify({ schemaVersion: 1, ...result }, null, 2)}\n`);
+    else io.stdout.write(summarise(result));
+    if (!result.success) setExitCode(1);
+  } finally {
+    await engine.close();
+  }
+}
+
+function summarise(result: GatsResult): string {
+  const lines: string[] = [];
+  for (const [index, turn] of result.turns.entries()) {
+    lines.push(`turn ${index + 1}: ${turn.task}`);
+    for (const attempt of turn.attempts) {
+      const mark = attempt.index === turn.chosen ? "*" : " ";
+      lines.push(
+        `  ${mark} attempt ${attempt.index}: ${attempt.judgement.success ? "success" : "not done"} (score ${attempt.judgement.score.toFixed(2)}), ` +
+          `${attempt.calls.length} calls, ${Math.round(attempt.latencyMs)} ms, ${attempt.usage.inputTokens + attempt.usage.outputTokens} tokens, $${attempt.usage.costUsd.toFixed(4)}`,
+      );
+    }
+    for (const call of result.calls[index] ?? [])
+      lines.push(`    ${call.name}(${JSON.stringify(call.arguments)})`);
+  }
+  lines.push(
+    `${result.success ? "success" : "not solved"}; ${result.usage.calls} model calls, $${result.usage.costUsd.toFixed(4)}, ${Math.round(result.latencyMs)} ms`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+async function runDataset(
+  options: GatsCliOptions,
+  models: Models,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+): Promise<void> {
+  if (!options.out) throw new TerrariumError("INVALID_INPUT", "--dataset needs --out <results.jsonl>");
+  const lines = readDocument(options.dataset as string);
+  const tasks = (Array.isArray(lines) ? lines : [lines]) as TaskLine[];
+  const done = new Set<string>();
+  if (options.resume && existsSync(options.out)) {
+    for (const line of readFileSync(options.out, "utf8").split("\n")) {
+      if (line.trim()) done.add(String((JSON.parse(line) as { id: unknown }).id));
+    }
+  }
+  const pending = tasks.filter((task) => !done.has(String(task.id)));
+  let finished = 0;
+  let solved = 0;
+  let failed = 0;
+  const report = () =>
+    io.stderr.write(`\r${finished}/${pending.length} tasks, ${solved} solved, ${failed} errors`);
+  let next = 0;
+  const worker = async () => {
+    while (next < pending.length) {
+      const task = pending[next++] as TaskLine;
+      let record: Record<string, unknown>;
+      try {
+        const result = await runTaskLine(task, models, {
+          maxRetries: options.maxRetries,
+          ...(options.planner ? { plannerModel: options.planner } : {}),
+        });
+        if (result.success) solved++;
+        record = {
+          schemaVersion: 1,
+          id: task.id,
+          success: result.success,
+          calls: result.calls,
+          attempts: result.turns.map((turn) =>
+            turn.attempts.map((a) => ({
+              success: a.judgement.success,
+              score: a.judgement.score,
+              calls: a.calls.length,
+              usage: a.usage,
+            })),
+          ),
+          usage: result.usage,
+          latencyMs: Math.round(result.latencyMs),
+        };
+      } catch (error) {
+        failed++;
+        record = { schemaVersion: 1, id: task.id, error: (error as Error).message };
+      }
+      // One line per task as it finishes, so an interrupted run can resume.
+      appendFileSync(options.out as string, `${JSON.stringify(record)}\n`);
+      finished++;
+      report();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
+  io.stderr.write(
+    `\n${solved}/${pending.length} solved (${done.size} skipped as already done), ${failed} errors\n`,
+  );
+  if (failed > 0) setExitCode(1);
+}

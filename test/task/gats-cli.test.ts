@@ -1,0 +1,112 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { cli, jsonLines } from "../helpers/cli.js";
+import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+
+let server: ScriptedLlmServer;
+afterEach(() => server?.close());
+
+/** A scripted model that plans one transfer, writes a one-item checklist and always approves. */
+async function config(): Promise<string> {
+  server = await startScriptedLlmServer([], {
+    respond: (body) => {
+      const schema = body?.response_format?.json_schema?.name;
+      if (schema === "checklist")
+        return { reply: { content: JSON.stringify({ items: [{ description: "done" }] }) } };
+      if (schema === "judgement")
+        return {
+          reply: {
+            content: JSON.stringify({ items: [{ description: "done", status: "success", reasoning: "ok" }] }),
+          },
+        };
+      if (schema === "simulated_call")
+        return {
+          reply: { content: JSON.stringify({ status: "ok", observation: { ok: true }, changes: [] }) },
+        };
+      // Planner: a tool call first, an answer once it has seen a tool result.
+      if (body.messages.at(-1).role === "tool") return { reply: { content: "Done." } };
+      const names = body.tools.map((t: { function: { name: string } }) => t.function.name);
+      const tool = names.includes("transfer") ? "transfer" : names[0];
+      const args =
+        tool === "transfer"
+          ? { from_account: "ACC-1001", to_account: "ACC-1002", amount: 5 }
+          : { city: "Oslo" };
+      return { reply: { toolCalls: [{ name: tool, arguments: args }] } };
+    },
+  });
+  const dir = mkdtempSync(join(tmpdir(), "terrarium-gats-"));
+  const file = join(dir, "terrarium.config.yaml");
+  writeFileSync(
+    file,
+    `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\nroles:\n  default: scripted:m\ncache:\n  mode: off\n`,
+  );
+  return file;
+}
+
+describe("terrarium gats", () => {
+  it("runs one task on an environment and prints the chosen calls and the attempts", async () => {
+    const file = await config();
+    const run = await cli([
+      "--config",
+      file,
+      "gats",
+      "--tools",
+      "bank",
+      "--task",
+      "Send 5 from ACC-1001 to ACC-1002",
+      "--max-retries",
+      "1",
+    ]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(
+      /^turn 1: Send 5 from ACC-1001 to ACC-1002\n {2}\* attempt 0: success \(score 1\.00\), 1 calls/,
+    );
+    expect(run.stdout).toContain(
+      '    transfer({"from_account":"ACC-1001","to_account":"ACC-1002","amount":5})',
+    );
+  });
+
+  it("runs a dataset with the llm simulator, writes one line per task, and resumes", async () => {
+    const file = await config();
+    const dir = mkdtempSync(join(tmpdir(), "terrarium-gats-"));
+    const dataset = join(dir, "tasks.jsonl");
+    const tools = [
+      {
+        name: "get_weather",
+        parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      },
+    ];
+    writeFileSync(
+      dataset,
+      [1, 2, 3].map((id) => JSON.stringify({ id: `t${id}`, tools, turns: ["Weather in Oslo?"] })).join("\n"),
+    );
+    const out = join(dir, "results.jsonl");
+    writeFileSync(out, `${JSON.stringify({ schemaVersion: 1, id: "t1", success: true })}\n`);
+    const run = await cli([
+      "--config",
+      file,
+      "gats",
+      "--dataset",
+      dataset,
+      "--out",
+      out,
+      "--resume",
+      "--max-retries",
+      "0",
+    ]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain("2/2 solved (1 skipped as already done), 0 errors");
+    // Tasks run two at a time, so lines arrive in completion order.
+    const records = jsonLines(readFileSync(out, "utf8")).sort((a, b) =>
+      String(a.id).localeCompare(String(b.id)),
+    );
+    expect(records.map((r) => [r.id, r.success])).toEqual([
+      ["t1", true],
+      ["t2", true],
+      ["t3", true],
+    ]);
+    expect(records[1]?.calls).toEqual([[{ name: "get_weather", arguments: { city: "Oslo" } }]]);
+  });
+});
