@@ -34,6 +34,9 @@ export interface Attempt {
   judgement: Judgement;
   latencyMs: number;
   usage: Pick<UsageTotals, "calls" | "inputTokens" | "outputTokens" | "costUsd">;
+  /** The planner's share of `usage` (without the judge): what the agent alone would have cost. */
+  plannerUsage: Pick<UsageTotals, "calls" | "inputTokens" | "outputTokens" | "costUsd">;
+  plannerLatencyMs: number;
 }
 
 export interface TurnResult {
@@ -93,6 +96,8 @@ export async function gats(options: GatsOptions): Promise<GatsResult> {
         ...(options.planner?.model ? { model: options.planner.model } : {}),
         ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}),
       });
+      const plannerDone = options.models.ledger.totals;
+      const plannerLatencyMs = performance.now() - attemptStarted;
       const judged: JudgedCall[] = run.calls.map((call) => ({
         name: call.name,
         arguments: call.arguments,
@@ -125,12 +130,9 @@ export async function gats(options: GatsOptions): Promise<GatsResult> {
         finalMessage: run.finalMessage,
         judgement,
         latencyMs: performance.now() - attemptStarted,
-        usage: {
-          calls: after.calls - before.calls,
-          inputTokens: after.inputTokens - before.inputTokens,
-          outputTokens: after.outputTokens - before.outputTokens,
-          costUsd: after.costUsd - before.costUsd,
-        },
+        usage: difference(after, before),
+        plannerUsage: difference(plannerDone, before),
+        plannerLatencyMs,
       });
       if (judgement.success) break;
       retry = { calls: run.calls, feedback: judgement.feedback };
@@ -151,13 +153,17 @@ export async function gats(options: GatsOptions): Promise<GatsResult> {
         .map(({ name, arguments: args }) => ({ name, arguments: args })),
     ),
     success: turns.every((turn) => (turn.attempts[turn.chosen] as Attempt).judgement.success),
-    usage: {
-      calls: end.calls - ledgerStart.calls,
-      inputTokens: end.inputTokens - ledgerStart.inputTokens,
-      outputTokens: end.outputTokens - ledgerStart.outputTokens,
-      costUsd: end.costUsd - ledgerStart.costUsd,
-    },
+    usage: difference(end, ledgerStart),
     latencyMs: performance.now() - started,
+  };
+}
+
+function difference(after: UsageTotals, before: UsageTotals): Attempt["usage"] {
+  return {
+    calls: after.calls - before.calls,
+    inputTokens: after.inputTokens - before.inputTokens,
+    outputTokens: after.outputTokens - before.outputTokens,
+    costUsd: after.costUsd - before.costUsd,
   };
 }
 

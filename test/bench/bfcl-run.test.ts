@@ -1,0 +1,92 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { BFCL_DIR } from "../helpers/bfcl.js";
+import { cli } from "../helpers/cli.js";
+import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+
+let server: ScriptedLlmServer;
+afterEach(() => server?.close());
+
+/**
+ * `bench bfcl` end to end on simple_0 against the scripted server: the planner's first attempt gets a
+ * value wrong, the judge says so, the retry gets it right; budget 0 scores 0%, budgets 1..3 score 100%.
+ */
+describe("terrarium bench bfcl", () => {
+  it("scores the planner alone and with GATS, per retry budget", async () => {
+    server = await startScriptedLlmServer([], {
+      respond: (body) => {
+        const schema = body?.response_format?.json_schema?.name;
+        const text = JSON.stringify(body.messages);
+        if (schema === "checklist")
+          return {
+            reply: {
+              content: JSON.stringify({ items: [{ description: "area computed for base 10, height 5" }] }),
+            },
+          };
+        if (schema === "simulated_call")
+          return {
+            reply: { content: JSON.stringify({ status: "ok", observation: { area: 25 }, changes: [] }) },
+          };
+        if (schema === "judgement") {
+          const right =
+            text.includes('\\"height\\": 5') || text.includes('"height":5') || /height\\\\?":\s*5/.test(text);
+          return {
+            reply: {
+              content: JSON.stringify({
+                items: [
+                  {
+                    description: "area",
+                    status: right ? "success" : "failed",
+                    reasoning: right ? "ok" : "height should be 5",
+                  },
+                ],
+              }),
+            },
+          };
+        }
+        if (body.messages.at(-1).role === "tool") return { reply: { content: "The area is 25." } };
+        const retry = text.includes("previous attempt");
+        return {
+          reply: {
+            toolCalls: [{ name: "calculate_triangle_area", arguments: { base: 10, height: retry ? 5 : 6 } }],
+          },
+        };
+      },
+    });
+    const config = join(mkdtempSync(join(tmpdir(), "terrarium-bfcl-run-")), "terrarium.config.yaml");
+    writeFileSync(
+      config,
+      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\nroles:\n  default: scripted:m\ncache:\n  mode: off\n`,
+    );
+    const run = await cli([
+      "--config",
+      config,
+      "bench",
+      "bfcl",
+      "--data",
+      BFCL_DIR,
+      "--categories",
+      "simple",
+      "--limit",
+      "1",
+      "--max-retries",
+      "3",
+      "--json",
+    ]);
+    expect(run.code).toBe(0);
+    const summary = JSON.parse(run.stdout);
+    expect(summary).toMatchObject({ schemaVersion: 1, items: 1, errors: 0 });
+    expect(summary.budgets.map((b: { retries: number; overall: number }) => [b.retries, b.overall])).toEqual([
+      [0, 0],
+      [1, 1],
+      [2, 1],
+      [3, 1],
+    ]);
+    // More budget costs more tokens, until GATS stops at the first success.
+    const tokens = summary.budgets.map((b: { tokens: number }) => b.tokens);
+    expect(tokens[1]).toBeGreaterThan(tokens[0]);
+    expect(tokens[3]).toBe(tokens[1]);
+  }, 30_000);
+});
