@@ -1,0 +1,54 @@
+import type { EnvSimChange } from "../../core/json-diff.js";
+
+/** Version of EnvSimBench sample, prediction and result files terrarium writes. */
+export const ENVSIM_SCHEMA_VERSION = 1;
+
+/** Δ tiers of EnvSimBench: No-Change 0, Simple 1–2, Medium 3–6, Difficult 7–12 (above 12 excluded). */
+export type DeltaTier = "no_change" | "simple" | "medium" | "difficult" | "excluded";
+
+/** The evaluation groups: outcome, Δ tier, and (for Failure and No-Change) argument count 0 vs ≥ 1. */
+export type SampleGroup =
+  | "failure"
+  | "no_change_zero_args"
+  | "no_change_with_args"
+  | "simple"
+  | "medium"
+  | "difficult";
+
+/** One environment transition, the unit EnvSimBench measures simulators on. */
+export interface EnvSimSample {
+  schemaVersion: number;
+  /** `${envId}/${taskId}/${step}`. */
+  id: string;
+  envId: string;
+  taskId: string;
+  task?: string;
+  step: number;
+  call: { name: string; arguments: Record<string, unknown> };
+  /** What the tool returned, as JSON. */
+  observation: unknown;
+  /** The observation as text, the form EnvSimBench compares (Python `str()` for Python environments). */
+  observationText: string;
+  before: unknown;
+  after: unknown;
+  /** EnvSimBench-style changes (objects walked, lists whole); their count is `delta`. */
+  changes: EnvSimChange[];
+  delta: number;
+  success: boolean;
+  argCount: number;
+  /** The environment's implementation source. */
+  envCode: string;
+  /** How the implementation is written: typescript, python, quickjs. */
+  envKind: string;
+}
+
+/** What a simulator predicted for one sample. */
+export interface EnvSimPrediction {
+  sampleId: string;
+  /** The predicted observation as text. */
+  observation: string;
+  /** Predicted changes in EnvSimBench form (`path` dotted; `removed` is a delete). */
+  changes: Array<{ path: string; type: "added" | "modified" | "removed"; after?: unknown; before?: unknown }>;
+  /** Set when the simulator failed to produce a prediction (the sample then scores FM = CM = false). */
+  error?: string;
+}
