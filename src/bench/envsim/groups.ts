@@ -9,7 +9,9 @@ export function deltaTier(delta: number): DeltaTier {
 }
 
 /** The group of a sample, recomputed from its outcome, Δ and argument count (as EnvSimBench does). */
-export function groupOf(sample: Pick<EnvSimSample, "success" | "delta" | "argCount">): SampleGroup | undefined {
+export function groupOf(
+  sample: Pick<EnvSimSample, "success" | "delta" | "argCount">,
+): SampleGroup | undefined {
   if (!sample.success) return "failure";
   const tier = deltaTier(sample.delta);
   if (tier === "excluded") return undefined;
