@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { isTerrariumError } from "../core/errors.js";
 import { registerBenchCommands } from "./commands/bench.js";
 import { registerEnvCommands } from "./commands/env.js";
+import { registerEnvsimCommands } from "./commands/envsim.js";
 import { registerGatsCommand } from "./commands/gats.js";
 import { registerMcpCommand } from "./commands/mcp.js";
 import { registerModelsCommands } from "./commands/models.js";
@@ -45,6 +46,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   registerMcpCommand(program, io);
   registerBenchCommands(program, io);
   registerGatsCommand(program, io, setExitCode);
+  registerEnvsimCommands(program, io);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

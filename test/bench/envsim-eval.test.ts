@@ -1,0 +1,110 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { replayCalls } from "../../src/bench/envsim/collect.js";
+import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
+import { cli, jsonLines } from "../helpers/cli.js";
+import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+
+let server: ScriptedLlmServer;
+afterEach(() => server?.close());
+
+describe("terrarium envsim collect / build / eval", () => {
+  it("collects from a built-in, then a model predicts each sample with the implementation in its prompt, resumably", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "terrarium-envsim-"));
+    const samplesFile = join(dir, "samples.jsonl");
+    const collected = await cli([
+      "envsim",
+      "collect",
+      "bank",
+      "--out",
+      samplesFile,
+      "--trajectories",
+      "2",
+      "--steps",
+      "6",
+    ]);
+    expect(collected.stderr).toMatch(/^bank: 12 transitions; tools succeeded \d+\/6/);
+    const bench = join(dir, "bench.jsonl");
+    const built = await cli([
+      "envsim",
+      "build",
+      "--samples",
+      samplesFile,
+      "--out",
+      bench,
+      "--targets",
+      "2,2,2,2,2,2",
+    ]);
+    expect(built.stderr).toMatch(/samples written to/);
+    const samples = jsonLines(readFileSync(bench, "utf8"));
+    expect(samples.length).toBeGreaterThan(0);
+    expect(samples.every((s) => s.step > 0)).toBe(true);
+
+    server = await startScriptedLlmServer([], {
+      respond: () => ({ reply: { content: JSON.stringify({ observation: "{}", changes: [] }) } }),
+    });
+    const config = join(dir, "terrarium.config.yaml");
+    writeFileSync(
+      config,
+      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\ncache:\n  mode: off\n`,
+    );
+    const out = join(dir, "predictions.jsonl");
+    // Pretend an earlier run predicted the first sample already.
+    writeFileSync(
+      out,
+      `${JSON.stringify({ schemaVersion: 1, sampleId: samples[0]?.id, observation: "x", changes: [] })}\n`,
+    );
+    const run = await cli([
+      "--config",
+      config,
+      "envsim",
+      "eval",
+      "--bench",
+      bench,
+      "--model",
+      "scripted:sim",
+      "--out",
+      out,
+      "--resume",
+      "--concurrency",
+      "2",
+    ]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(
+      `scripted:sim (mdp prompt): ${samples.length - 1} samples to predict (1 already done)`,
+    );
+    const predictions = jsonLines(readFileSync(out, "utf8"));
+    expect(predictions.map((p) => p.sampleId).sort()).toEqual(samples.map((s) => s.id).sort());
+    expect(server.requests).toHaveLength(samples.length - 1);
+    // The prompt carries the implementation and the before-state inside data blocks.
+    const user = server.requests[0]?.body.messages[1].content as string;
+    expect(user).toContain("<data>");
+    expect(user).toContain("transfer");
+  });
+
+  it("evaluates terrarium's schema simulator as a baseline", async () => {
+    const bank = BUILTIN_ENVIRONMENTS.bank;
+    if (!bank) throw new Error("bank");
+    const samples = await replayCalls(bank, [
+      [
+        { name: "get_account", arguments: { account_id: "ACC-1001" } },
+        { name: "freeze_account", arguments: { account_id: "ACC-1001" } },
+      ],
+    ]);
+    const dir = mkdtempSync(join(tmpdir(), "terrarium-envsim-"));
+    const bench = join(dir, "bench.jsonl");
+    writeFileSync(bench, samples.map((s) => JSON.stringify(s)).join("\n"));
+    const out = join(dir, "schema.jsonl");
+    const run = await cli(["envsim", "eval", "--bench", bench, "--simulator", "schema", "--out", out]);
+    expect(run.code).toBe(0);
+    const predictions = jsonLines(readFileSync(out, "utf8"));
+    expect(predictions).toHaveLength(2);
+    expect(
+      predictions.every(
+        (p) => Array.isArray(p.changes) && p.changes.length === 0 && typeof p.observation === "string",
+      ),
+    ).toBe(true);
+  });
+});
