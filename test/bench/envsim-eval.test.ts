@@ -108,3 +108,54 @@ describe("terrarium envsim collect / build / eval", () => {
     ).toBe(true);
   });
 });
+
+describe("terrarium envsim sft", () => {
+  it("writes OpenAI chat records with an environment held out", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "terrarium-envsim-"));
+    const samplesFile = join(dir, "samples.jsonl");
+    await cli([
+      "envsim",
+      "collect",
+      "bank",
+      "airline",
+      "--out",
+      samplesFile,
+      "--trajectories",
+      "2",
+      "--steps",
+      "5",
+    ]);
+    const train = join(dir, "train.jsonl");
+    const test = join(dir, "test.jsonl");
+    const run = await cli([
+      "envsim",
+      "sft",
+      "--samples",
+      samplesFile,
+      "--out",
+      train,
+      "--holdout",
+      "bank",
+      "--holdout-out",
+      test,
+      "--reasoning",
+      "complex",
+    ]);
+    expect(run.code).toBe(0);
+    const trainRecords = jsonLines(readFileSync(train, "utf8"));
+    const testRecords = jsonLines(readFileSync(test, "utf8"));
+    expect(trainRecords).toHaveLength(10);
+    expect(testRecords).toHaveLength(10);
+    expect(trainRecords[0]?.messages.map((m: { role: string }) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+    ]);
+    expect(
+      trainRecords.every(
+        (r) => r.messages[1].content.includes('"airline"') || r.messages[1].content.includes("airline"),
+      ),
+    ).toBe(true);
+    expect(JSON.parse(trainRecords[0]?.messages[2].content)).toHaveProperty("changes");
+  });
+});
