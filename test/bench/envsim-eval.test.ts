@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -50,10 +50,11 @@ describe("terrarium envsim collect / build / eval", () => {
       config,
       `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\ncache:\n  mode: off\n`,
     );
-    const out = join(dir, "predictions.jsonl");
+    const out = join(dir, "results");
+    mkdirSync(out);
     // Pretend an earlier run predicted the first sample already.
     writeFileSync(
-      out,
+      join(out, "scripted_sim.jsonl"),
       `${JSON.stringify({ schemaVersion: 1, sampleId: samples[0]?.id, observation: "x", changes: [] })}\n`,
     );
     const run = await cli([
@@ -63,7 +64,7 @@ describe("terrarium envsim collect / build / eval", () => {
       "eval",
       "--bench",
       bench,
-      "--model",
+      "--simulator",
       "scripted:sim",
       "--out",
       out,
@@ -75,7 +76,7 @@ describe("terrarium envsim collect / build / eval", () => {
     expect(run.stderr).toContain(
       `scripted:sim (mdp prompt): ${samples.length - 1} samples to predict (1 already done)`,
     );
-    const predictions = jsonLines(readFileSync(out, "utf8"));
+    const predictions = jsonLines(readFileSync(join(out, "scripted_sim.jsonl"), "utf8"));
     expect(predictions.map((p) => p.sampleId).sort()).toEqual(samples.map((s) => s.id).sort());
     expect(server.requests).toHaveLength(samples.length - 1);
     // The prompt carries the implementation and the before-state inside data blocks.
@@ -96,10 +97,10 @@ describe("terrarium envsim collect / build / eval", () => {
     const dir = mkdtempSync(join(tmpdir(), "terrarium-envsim-"));
     const bench = join(dir, "bench.jsonl");
     writeFileSync(bench, samples.map((s) => JSON.stringify(s)).join("\n"));
-    const out = join(dir, "schema.jsonl");
+    const out = join(dir, "results");
     const run = await cli(["envsim", "eval", "--bench", bench, "--simulator", "schema", "--out", out]);
     expect(run.code).toBe(0);
-    const predictions = jsonLines(readFileSync(out, "utf8"));
+    const predictions = jsonLines(readFileSync(join(out, "schema.jsonl"), "utf8"));
     expect(predictions).toHaveLength(2);
     expect(
       predictions.every(

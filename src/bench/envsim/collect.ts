@@ -12,6 +12,7 @@ export function toSample(
   step: number,
   transition: Transition,
   task?: string,
+  seed?: string,
 ): EnvSimSample {
   const args = (transition.call.arguments ?? {}) as Record<string, unknown>;
   return {
@@ -35,7 +36,34 @@ export function toSample(
     argCount: Object.keys(args).length,
     envCode: environment.source.code ?? "",
     envKind: environment.source.kind,
+    ...(seed !== undefined ? { seed } : {}),
   };
+}
+
+/** Whether instances can start from any state (then every step is reproducible from before + seed). */
+function startsFromState(environment: Environment): boolean {
+  return environment.source.kind !== "python";
+}
+
+/**
+ * Runs one step. Environments that start from any state get a fresh instance per step, seeded for that
+ * step, so the transition can be repeated exactly from (before, call, seed); others keep one instance.
+ */
+async function stepOnce(
+  environment: Environment,
+  live: EnvironmentInstance,
+  call: { name: string; arguments?: unknown },
+  seed: string,
+): Promise<Transition> {
+  if (!startsFromState(environment)) return live.step(call);
+  const fresh = await environment.create({ state: await live.state(), seed });
+  try {
+    const transition = await fresh.step(call);
+    await live.reset(transition.after);
+    return transition;
+  } finally {
+    await fresh.close();
+  }
 }
 
 /** What schema-driven exploration reached: per tool, successes and the distinct rejections (guards) seen. */
@@ -74,8 +102,9 @@ export async function exploreWithSchemas(
     try {
       for (let step = 0; step < options.steps; step++) {
         const call = randomValidCall(environment.tools, await instance.state(), random);
-        const transition = await instance.step(call);
-        samples.push(toSample(environment, `schema-${trajectory}`, step, transition));
+        const seed = `${options.seed}/${trajectory}/${step}`;
+        const transition = await stepOnce(environment, instance, call, seed);
+        samples.push(toSample(environment, `schema-${trajectory}`, step, transition, undefined, seed));
         const entry = coverage.tools[call.name] as OutcomeCoverage["tools"][string];
         entry.calls++;
         if (transition.success) entry.successes++;
@@ -157,8 +186,14 @@ export async function exploreWithAgent(
         messages.push({ role: "assistant", content: turn.text, toolCalls: turn.toolCalls });
         for (const call of turn.toolCalls) {
           if (step >= options.steps) break;
-          const transition = await instance.step({ name: call.name, arguments: call.arguments });
-          samples.push(toSample(environment, `agent-${trajectory}`, step, transition, task));
+          const seed = `${options.seed}/${trajectory}/${step}`;
+          const transition = await stepOnce(
+            environment,
+            instance,
+            { name: call.name, arguments: call.arguments },
+            seed,
+          );
+          samples.push(toSample(environment, `agent-${trajectory}`, step, transition, task, seed));
           messages.push({
             role: "tool",
             toolCallId: call.id,

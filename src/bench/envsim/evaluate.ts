@@ -1,6 +1,9 @@
 import type { Tool } from "../../catalog/tool.js";
+import { TerrariumError } from "../../core/errors.js";
 import { parsePointer } from "../../core/json-pointer.js";
 import { createRandom } from "../../core/random.js";
+import { loadEnvironment } from "../../envs/load.js";
+import type { Environment } from "../../envs/types.js";
 import type { Models } from "../../models/hub.js";
 import { LlmSimulator } from "../../sim/simulators/llm.js";
 import { SchemaSimulator } from "../../sim/simulators/schema.js";
@@ -16,15 +19,38 @@ import {
 } from "./prompts/simulation.js";
 import type { EnvSimPrediction, EnvSimSample } from "./types.js";
 
-/** Who predicts: a model with one of the two prompts, or one of terrarium's own simulators. */
+/** Who predicts: a model with one of the two prompts, one of terrarium's simulators, or the code itself. */
 export type EvalSimulator =
   | { kind: "model"; model: string; prompt: "mdp" | "history" }
-  | { kind: "terrarium"; simulator: "llm" | "schema"; model?: string };
+  | { kind: "terrarium"; simulator: "llm" | "schema"; model?: string }
+  | { kind: "code" };
 
 export function describeSimulator(simulator: EvalSimulator): string {
+  if (simulator.kind === "code") return "code (the environment itself)";
   return simulator.kind === "model"
     ? `${simulator.model} (${simulator.prompt} prompt)`
     : `terrarium ${simulator.simulator}${simulator.model ? ` (${simulator.model})` : ""}`;
+}
+
+/**
+ * Reads a simulator spec: `code`, `schema`, `llm:<provider:model>` (terrarium's llm simulator), or a
+ * model name `<provider:model>` (the paper's prompt) with `#history` for the history-only prompt.
+ */
+export function parseSimulatorSpec(spec: string): EvalSimulator {
+  if (spec === "code") return { kind: "code" };
+  if (spec === "schema") return { kind: "terrarium", simulator: "schema" };
+  if (spec.startsWith("llm:")) return { kind: "terrarium", simulator: "llm", model: spec.slice(4) };
+  const [model, prompt] = spec.split("#");
+  if (!model || !model.includes(":")) {
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `simulator "${spec}" is not code, schema, llm:<model> or a model name provider:model[#history]`,
+    );
+  }
+  if (prompt !== undefined && prompt !== "history" && prompt !== "mdp") {
+    throw new TerrariumError("INVALID_INPUT", `unknown prompt "#${prompt}" (mdp or history)`);
+  }
+  return { kind: "model", model, prompt: prompt === "history" ? "history" : "mdp" };
 }
 
 export interface EvaluateOptions {
@@ -66,11 +92,40 @@ export async function evaluateSamples(
   return predictions;
 }
 
+const environments = new Map<string, Promise<Environment>>();
+
 async function predict(
   sample: EnvSimSample,
   simulator: EvalSimulator,
   options: EvaluateOptions,
 ): Promise<EnvSimPrediction> {
+  if (simulator.kind === "code") {
+    // The environment itself, rebuilt from the sample's before-state with the seed it ran under.
+    let environment = environments.get(sample.envId);
+    if (!environment) {
+      environment = loadEnvironment(sample.envId);
+      environments.set(sample.envId, environment);
+    }
+    const instance = await (await environment).create({
+      state: sample.before,
+      ...(sample.seed !== undefined ? { seed: sample.seed } : {}),
+    });
+    try {
+      const transition = await instance.step(sample.call);
+      const observation =
+        typeof transition.observation === "string"
+          ? transition.observation
+          : JSON.stringify(transition.observation);
+      const changes = transition.envChanges.map(({ path, type, after }) => ({
+        path,
+        type,
+        ...(type === "removed" ? {} : { after }),
+      }));
+      return { sampleId: sample.id, observation, changes };
+    } finally {
+      await instance.close();
+    }
+  }
   if (simulator.kind === "model") {
     const messages =
       simulator.prompt === "mdp"

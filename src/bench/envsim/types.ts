@@ -40,6 +40,11 @@ export interface EnvSimSample {
   envCode: string;
   /** How the implementation is written: typescript, python, quickjs. */
   envKind: string;
+  /**
+   * The seed the transition ran under. TypeScript and sandboxed environments rebuilt from `before` with
+   * this seed repeat the step exactly (same ids and times), which is what the `code` simulator does.
+   */
+  seed?: string;
 }
 
 /** What a simulator predicted for one sample. */
