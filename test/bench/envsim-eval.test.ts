@@ -30,14 +30,14 @@ describe("terrarium envsim collect / build / eval", () => {
     const built = await cli([
       "envsim",
       "build",
-      "--samples",
+      "--transitions",
       samplesFile,
       "--out",
       bench,
       "--targets",
       "2,2,2,2,2,2",
     ]);
-    expect(built.stderr).toMatch(/samples written to/);
+    expect(built.stdout).toMatch(/samples from 1 environments written to/);
     const samples = jsonLines(readFileSync(bench, "utf8"));
     expect(samples.length).toBeGreaterThan(0);
     expect(samples.every((s) => s.step > 0)).toBe(true);
@@ -131,7 +131,7 @@ describe("terrarium envsim sft", () => {
     const run = await cli([
       "envsim",
       "sft",
-      "--samples",
+      "--transitions",
       samplesFile,
       "--out",
       train,

@@ -23,6 +23,7 @@ import {
 } from "../../bench/envsim/sft.js";
 import type { EnvSimPrediction, EnvSimSample } from "../../bench/envsim/types.js";
 import { TerrariumError } from "../../core/errors.js";
+import { BUILTIN_ENVIRONMENTS } from "../../envs/corpus/index.js";
 import { loadEnvironment } from "../../envs/load.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
@@ -64,9 +65,14 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
 
   envsim
     .command("collect")
-    .argument("<environment...>", "environments (built-in names, modules, descriptors)")
+    .argument("[environment...]", "environments (built-in names, modules, descriptors); or use --env")
+    .option("--env <environment>", "an environment (repeatable)", collect)
     .requiredOption("--out <file>", "samples JSONL")
-    .option("--source <source>", "schema (no model), agent (a model explores), or replay (--calls)", "schema")
+    .option(
+      "--source <source>",
+      "explore (schema-driven, no model), agent (a model explores), or replay (--calls)",
+      "explore",
+    )
     .option("--trajectories <n>", "trajectories per environment", (v) => Number.parseInt(v, 10), 5)
     .option("--steps <n>", "steps per trajectory", (v) => Number.parseInt(v, 10), 20)
     .option("--calls <file>", "for replay: JSONL, one trajectory per line as a list of {name, arguments}")
@@ -77,7 +83,7 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  terrarium envsim collect bank airline tau2-retail --out samples.jsonl --trajectories 10\n  terrarium envsim collect bank --source agent --model openai:gpt-4.1-mini --out samples.jsonl\n",
+      "\nExamples:\n  terrarium envsim collect --env all --out transitions.jsonl --trajectories 40 --steps 60\n  terrarium envsim collect bank --source agent --model openai:gpt-4.1-mini --out samples.jsonl\n",
     )
     .action(
       async (
@@ -102,7 +108,7 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
           for (const reference of references) {
             const environment = await loadEnvironment(reference);
             try {
-              if (options.source === "schema") {
+              if (options.source === "explore" || options.source === "schema") {
                 const { samples: found, coverage } = await exploreWithSchemas(environment, options);
                 samples.push(...found);
                 io.stderr.write(
@@ -137,46 +143,71 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
 
   envsim
     .command("build")
-    .requiredOption("--samples <file>", "samples JSONL (from collect or import)")
+    .requiredOption("--transitions <file...>", "transition/sample JSONL files (from collect or import)")
     .requiredOption("--out <file>", "benchmark JSONL")
     .option(
       "--targets <list>",
       "failure,no-change-0,no-change-1+,simple-per-Δ,medium-per-Δ,difficult (paper: 20,40,40,25,50,50)",
     )
     .option("--seed <seed>", "seed of the selection", "1")
+    .option("--json", "print the counts as JSON")
     .description(
       "drop step 0, stratify by outcome / Δ tier / argument count, and fill each stratum with the diversity rule",
     )
-    .action((options: { samples: string; out: string; targets?: string; seed: string }) => {
-      const numbers = options.targets?.split(",").map((v) => Number.parseInt(v, 10));
-      if (numbers && (numbers.length !== 6 || numbers.some((n) => !Number.isInteger(n) || n < 0))) {
-        throw new TerrariumError(
-          "INVALID_INPUT",
-          "--targets needs six non-negative integers, e.g. 20,40,40,25,50,50",
+    .addHelpText(
+      "after",
+      "\nExample:\n  terrarium envsim build --transitions transitions.jsonl --out bench.jsonl --seed 1\n",
+    )
+    .action(
+      (options: { transitions: string[]; out: string; targets?: string; seed: string; json?: boolean }) => {
+        const numbers = options.targets?.split(",").map((v) => Number.parseInt(v, 10));
+        if (numbers && (numbers.length !== 6 || numbers.some((n) => !Number.isInteger(n) || n < 0))) {
+          throw new TerrariumError(
+            "INVALID_INPUT",
+            "--targets needs six non-negative integers, e.g. 20,40,40,25,50,50",
+          );
+        }
+        const targets = numbers
+          ? {
+              failure: numbers[0],
+              noChangeZeroArgs: numbers[1],
+              noChangeWithArgs: numbers[2],
+              simplePerDelta: numbers[3],
+              mediumPerDelta: numbers[4],
+              difficult: numbers[5],
+            }
+          : PAPER_TARGETS;
+        const all = options.transitions.flatMap((file) => readJsonl<EnvSimSample>(file));
+        const { samples, report } = buildBenchmark(all, {
+          targets: targets as typeof PAPER_TARGETS,
+          seed: options.seed,
+        });
+        writeJsonl(options.out, samples);
+        const byDelta: Record<string, number> = {};
+        for (const sample of samples)
+          if (sample.success) byDelta[String(sample.delta)] = (byDelta[String(sample.delta)] ?? 0) + 1;
+        const environments = new Set(samples.map((sample) => sample.envId)).size;
+        if (options.json) {
+          io.stdout.write(
+            `${JSON.stringify({ schemaVersion: 1, ...report, byDelta, environments }, null, 2)}\n`,
+          );
+          return;
+        }
+        for (const stratum of report.strata) {
+          io.stdout.write(
+            `${stratum.stratum.padEnd(22)} ${String(stratum.selected).padStart(4)}/${stratum.target} (available ${stratum.available}, ${stratum.environments} environments)\n`,
+          );
+        }
+        io.stdout.write(
+          `per Δ (successful samples): ${Object.entries(byDelta)
+            .map(([delta, count]) => `${delta}: ${count}`)
+            .join(", ")}\n`,
         );
-      }
-      const targets = numbers
-        ? {
-            failure: numbers[0],
-            noChangeZeroArgs: numbers[1],
-            noChangeWithArgs: numbers[2],
-            simplePerDelta: numbers[3],
-            mediumPerDelta: numbers[4],
-            difficult: numbers[5],
-          }
-        : PAPER_TARGETS;
-      const { samples, report } = buildBenchmark(readJsonl<EnvSimSample>(options.samples), {
-        targets: targets as typeof PAPER_TARGETS,
-        seed: options.seed,
-      });
-      writeJsonl(options.out, samples);
-      for (const stratum of report.strata) {
-        io.stderr.write(
-          `${stratum.stratum.padEnd(22)} ${String(stratum.selected).padStart(4)}/${stratum.target} (available ${stratum.available}, ${stratum.environments} environments)\n`,
+        io.stdout.write(
+          `${report.total} samples from ${environments} environments written to ${options.out}\n`,
         );
-      }
-      io.stderr.write(`${report.total} samples written to ${options.out}\n`);
-    });
+      },
+    );
 
   envsim
     .command("import")
