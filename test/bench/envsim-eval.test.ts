@@ -131,7 +131,7 @@ describe("terrarium envsim sft", () => {
     const run = await cli([
       "envsim",
       "sft",
-      "--transitions",
+      "--samples",
       samplesFile,
       "--out",
       train,
