@@ -9,6 +9,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   models: async () => (await import("./models.js")).benchModels(),
   envs: async () => (await import("./envs.js")).benchEnvs(),
   server: async () => (await import("./server.js")).benchServer(),
+  envsim: async () => (await import("./envsim.js")).benchEnvsim(),
 };
 
 async function main(): Promise<void> {
