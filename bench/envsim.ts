@@ -56,7 +56,8 @@ export async function benchEnvsim(): Promise<BenchResult> {
   const rates: Record<string, number> = {};
   for (const mode of ["paper", "strict"] as const) {
     started = performance.now();
-    samples.forEach((sample, index) => scoreSample(sample, predictions[index] as EnvSimPrediction, mode));
+    for (const [index, sample] of samples.entries())
+      scoreSample(sample, predictions[index] as EnvSimPrediction, mode);
     rates[mode] = samples.length / ((performance.now() - started) / 1000);
   }
   const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
