@@ -1,6 +1,6 @@
 import type { Models } from "../models/hub.js";
 import type { UsageTotals } from "../models/usage.js";
-import type { Engine } from "../sim/engine.js";
+import type { Engine, SimulatorPolicy } from "../sim/engine.js";
 import {
   type ChecklistItem,
   ChecklistWriter,
@@ -23,6 +23,11 @@ export interface GatsOptions {
   roles?: { checklist?: string; judge?: string };
   /** Shared checklist writer (checklists are cached by task). */
   checklists?: ChecklistWriter;
+  /**
+   * Hybrid mode: replay each turn's chosen calls with this simulator policy (for example "proxy", the
+   * real API), folding the real results into the state the next turn starts from.
+   */
+  realReplay?: SimulatorPolicy;
 }
 
 export interface Attempt {
@@ -47,6 +52,8 @@ export interface TurnResult {
   chosen: number;
   /** The session holding the chosen attempt's state (the next turn starts from it). */
   session: string;
+  /** With `realReplay`: the replay of the chosen calls on real tools, and its outcomes. */
+  real?: { session: string; outcomes: Array<{ name: string; status: string; observation: unknown }> };
 }
 
 export interface GatsResult {
@@ -139,9 +146,24 @@ export async function gats(options: GatsOptions): Promise<GatsResult> {
     }
     const chosen = chooseAttempt(attempts);
     const best = attempts[chosen] as Attempt;
-    turns.push({ task, checklist, attempts, chosen, session: best.session });
-    history.push({ task, answer: best.finalMessage });
+    const turn: TurnResult = { task, checklist, attempts, chosen, session: best.session };
     startSession = best.session;
+    if (options.realReplay) {
+      // Only now, once refined, do the calls touch real tools; their results seed the next turn.
+      const replay = await options.engine.replay(best.session, options.realReplay);
+      const requests = await options.engine.history(replay.session.id);
+      turn.real = {
+        session: replay.session.id,
+        outcomes: replay.outcomes.map((outcome, index) => ({
+          name: requests[index]?.request.name ?? "",
+          status: outcome.status,
+          observation: outcome.observation,
+        })),
+      };
+      startSession = replay.session.id;
+    }
+    turns.push(turn);
+    history.push({ task, answer: best.finalMessage });
   }
 
   const end = options.models.ledger.totals;
