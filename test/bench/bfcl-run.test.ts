@@ -1,10 +1,14 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BFCL_DIR } from "../helpers/bfcl.js";
 import { cli } from "../helpers/cli.js";
-import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
 
 let server: ScriptedLlmServer;
 afterEach(() => server?.close());
@@ -55,11 +59,9 @@ describe("terrarium bench bfcl", () => {
         };
       },
     });
-    const config = join(mkdtempSync(join(tmpdir(), "terrarium-bfcl-run-")), "terrarium.config.yaml");
-    writeFileSync(
-      config,
-      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\nroles:\n  default: scripted:m\ncache:\n  mode: off\n`,
-    );
+    const config = writeScriptedConfig(mkdtempSync(join(tmpdir(), "terrarium-bfcl-run-")), server.baseURL, {
+      default: "scripted:m",
+    });
     const run = await cli([
       "--config",
       config,

@@ -5,7 +5,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { replayCalls } from "../../src/bench/envsim/collect.js";
 import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
 import { cli, jsonLines } from "../helpers/cli.js";
-import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
 
 let server: ScriptedLlmServer;
 afterEach(() => server?.close());
@@ -45,11 +49,7 @@ describe("terrarium envsim collect / build / eval", () => {
     server = await startScriptedLlmServer([], {
       respond: () => ({ reply: { content: JSON.stringify({ observation: "{}", changes: [] }) } }),
     });
-    const config = join(dir, "terrarium.config.yaml");
-    writeFileSync(
-      config,
-      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\ncache:\n  mode: off\n`,
-    );
+    const config = writeScriptedConfig(dir, server.baseURL);
     const out = join(dir, "results");
     mkdirSync(out);
     // Pretend an earlier run predicted the first sample already.

@@ -8,7 +8,11 @@ import type { EnvSimSample } from "../../src/bench/envsim/types.js";
 import { canonicalJson } from "../../src/core/index.js";
 import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
 import { cli } from "../helpers/cli.js";
-import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
 
 /**
  * The EnvSimBench pipeline on the built-in corpus with no LLM: a benchmark that fills every group to the
@@ -104,11 +108,7 @@ describe("EnvSimBench pipeline", () => {
         };
       },
     });
-    const config = join(dir, "terrarium.config.yaml");
-    writeFileSync(
-      config,
-      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\ncache:\n  mode: off\n`,
-    );
+    const config = writeScriptedConfig(dir, server.baseURL);
     const out = join(dir, "model");
     const run = await cli([
       "--config",

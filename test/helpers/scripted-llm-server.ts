@@ -1,5 +1,7 @@
+import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 
 /**
  * A scripted OpenAI-compatible chat-completions server on 127.0.0.1, so tests exercise the real provider
@@ -179,4 +181,26 @@ function respond(res: ServerResponse, step: ScriptStep, body: any, n: number): v
 function send(res: ServerResponse, status: number, headers: Record<string, string> = {}, body: string): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(body);
+}
+
+/**
+ * Writes a terrarium.config.yaml in `dir` that names the scripted server as provider `scripted` (with
+ * native structured outputs, no cache), optionally mapping roles to its models; returns the file's path.
+ */
+export function writeScriptedConfig(
+  dir: string,
+  baseURL: string,
+  roles: Record<string, string> = {},
+): string {
+  const file = join(dir, "terrarium.config.yaml");
+  const roleLines = Object.entries(roles)
+    .map(([role, model]) => `  ${role}: ${model}\n`)
+    .join("");
+  writeFileSync(
+    file,
+    `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${baseURL}\n    structuredOutputs: true\n` +
+      (roleLines ? `roles:\n${roleLines}` : "") +
+      "cache:\n  mode: off\n",
+  );
+  return file;
 }

@@ -1,10 +1,14 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startServer } from "../../src/server/index.js";
 import { toolFixture } from "../helpers/paths.js";
-import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
 
 /** `serve` with a model: the llm simulator answers over HTTP, and Gecko's usage endpoint reports its calls. */
 let llm: ScriptedLlmServer;
@@ -35,11 +39,7 @@ describe("serve with the llm simulator", () => {
       },
     ]);
     const dir = mkdtempSync(join(tmpdir(), "terrarium-serve-"));
-    const config = join(dir, "terrarium.config.yaml");
-    writeFileSync(
-      config,
-      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${llm.baseURL}\n    structuredOutputs: true\ncache:\n  mode: off\n`,
-    );
+    const config = writeScriptedConfig(dir, llm.baseURL);
     server = await startServer({
       sources: [toolFixture("petstore.openapi.yaml")],
       port: 0,

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { validate as validateOpenApi } from "@readme/openapi-parser";
@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { toolsFromDocument } from "../../src/catalog/index.js";
 import { cli } from "../helpers/cli.js";
 import { FIXTURES } from "../helpers/paths.js";
-import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
 
 /** The schema converter against the scripted server: Python functions in, a usable OpenAPI document out. */
 let server: ScriptedLlmServer;
@@ -69,11 +73,7 @@ describe("tools convert", () => {
       },
     });
     const dir = mkdtempSync(join(tmpdir(), "terrarium-convert-"));
-    const config = join(dir, "terrarium.config.yaml");
-    writeFileSync(
-      config,
-      `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\ncache:\n  mode: off\n`,
-    );
+    const config = writeScriptedConfig(dir, server.baseURL);
     const out = join(dir, "tools.openapi.json");
     const run = await cli([
       "--config",

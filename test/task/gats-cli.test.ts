@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cli, jsonLines } from "../helpers/cli.js";
-import { type ScriptedLlmServer, startScriptedLlmServer } from "../helpers/scripted-llm-server.js";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
 
 let server: ScriptedLlmServer;
 afterEach(() => server?.close());
@@ -37,11 +41,7 @@ async function config(): Promise<string> {
     },
   });
   const dir = mkdtempSync(join(tmpdir(), "terrarium-gats-"));
-  const file = join(dir, "terrarium.config.yaml");
-  writeFileSync(
-    file,
-    `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${server.baseURL}\n    structuredOutputs: true\nroles:\n  default: scripted:m\ncache:\n  mode: off\n`,
-  );
+  const file = writeScriptedConfig(dir, server.baseURL, { default: "scripted:m" });
   return file;
 }
 

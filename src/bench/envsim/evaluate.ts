@@ -41,7 +41,7 @@ export function parseSimulatorSpec(spec: string): EvalSimulator {
   if (spec === "schema") return { kind: "terrarium", simulator: "schema" };
   if (spec.startsWith("llm:")) return { kind: "terrarium", simulator: "llm", model: spec.slice(4) };
   const [model, prompt] = spec.split("#");
-  if (!model || !model.includes(":")) {
+  if (!model?.includes(":")) {
     throw new TerrariumError(
       "INVALID_INPUT",
       `simulator "${spec}" is not code, schema, llm:<model> or a model name provider:model[#history]`,

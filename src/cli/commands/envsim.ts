@@ -23,7 +23,6 @@ import {
 } from "../../bench/envsim/sft.js";
 import type { EnvSimPrediction, EnvSimSample } from "../../bench/envsim/types.js";
 import { TerrariumError } from "../../core/errors.js";
-import { BUILTIN_ENVIRONMENTS } from "../../envs/corpus/index.js";
 import { loadEnvironment } from "../../envs/load.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
