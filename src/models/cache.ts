@@ -1,8 +1,5 @@
-import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
-import { TerrariumError } from "../core/errors.js";
+import { openSqlite } from "../core/sqlite.js";
 import type { BackendResponse } from "./types.js";
 
 /** Stored model responses, keyed by a hash of everything that determines the answer (never secrets). */
@@ -41,44 +38,12 @@ export class SqliteResponseCache implements ResponseCache {
   private readonly upsert: BetterSqlite3.Statement<[string, string, number, string]>;
 
   constructor(readonly path: string) {
-    // Loaded on first use: the native module is only needed by runs that cache.
-    const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
-    try {
-      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-      this.db = new Database(path);
-      this.db.pragma("journal_mode = WAL");
-      this.db.pragma("busy_timeout = 5000");
-      this.db.exec(`
-        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS responses (
-          key TEXT PRIMARY KEY,
-          model TEXT NOT NULL,
-          created_at INTEGER NOT NULL,
-          response TEXT NOT NULL
-        );
-      `);
-      const version = this.db.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").get() as
-        | { value: string }
-        | undefined;
-      if (!version) {
-        this.db
-          .prepare("INSERT INTO meta (key, value) VALUES ('schemaVersion', ?)")
-          .run(String(CACHE_SCHEMA_VERSION));
-      } else if (Number(version.value) !== CACHE_SCHEMA_VERSION) {
-        throw new Error(
-          `cache schemaVersion ${version.value} is not ${CACHE_SCHEMA_VERSION}; delete the file to start over`,
-        );
-      }
-    } catch (error) {
-      throw new TerrariumError(
-        "FILE_UNREADABLE",
-        `cannot open the model cache: ${(error as Error).message}`,
-        {
-          where: { file: path },
-          cause: error,
-        },
-      );
-    }
+    this.db = openSqlite(path, {
+      what: "model cache",
+      schemaVersion: CACHE_SCHEMA_VERSION,
+      tables:
+        "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, created_at INTEGER NOT NULL, response TEXT NOT NULL);",
+    });
     this.select = this.db.prepare("SELECT response FROM responses WHERE key = ?");
     this.upsert = this.db.prepare(
       "INSERT INTO responses (key, model, created_at, response) VALUES (?, ?, ?, ?) " +

@@ -1,8 +1,6 @@
-import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import { TerrariumError } from "../core/errors.js";
+import { openSqlite } from "../core/sqlite.js";
 import {
   type HistoryEntry,
   SESSION_SCHEMA_VERSION,
@@ -20,43 +18,17 @@ export class SqliteStore implements Store {
   private readonly statements: ReturnType<SqliteStore["prepare"]>;
 
   constructor(readonly path: string) {
-    const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
-    try {
-      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-      this.db = new Database(path);
-      this.db.pragma("journal_mode = WAL");
-      this.db.pragma("synchronous = NORMAL");
-      this.db.pragma("busy_timeout = 5000");
-      this.db.exec(`
-        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    this.db = openSqlite(path, {
+      what: "session store",
+      schemaVersion: SESSION_SCHEMA_VERSION,
+      tables: `
         CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT, record TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS snapshots (
           session TEXT NOT NULL, idx INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT NOT NULL, state TEXT NOT NULL,
           PRIMARY KEY (session, idx)
         );
-        CREATE TABLE IF NOT EXISTS history (
-          session TEXT NOT NULL, idx INTEGER NOT NULL, entry TEXT NOT NULL,
-          PRIMARY KEY (session, idx)
-        );
-      `);
-      const version = this.db.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").get() as
-        | { value: string }
-        | undefined;
-      if (!version)
-        this.db.prepare("INSERT INTO meta VALUES ('schemaVersion', ?)").run(String(SESSION_SCHEMA_VERSION));
-      else if (Number(version.value) !== SESSION_SCHEMA_VERSION) {
-        throw new Error(`store schemaVersion ${version.value} is not ${SESSION_SCHEMA_VERSION}`);
-      }
-    } catch (error) {
-      throw new TerrariumError(
-        "FILE_UNREADABLE",
-        `cannot open the session store: ${(error as Error).message}`,
-        {
-          where: { file: path },
-          cause: error,
-        },
-      );
-    }
+        CREATE TABLE IF NOT EXISTS history (session TEXT NOT NULL, idx INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session, idx));`,
+    });
     this.statements = this.prepare();
   }
 
