@@ -419,8 +419,10 @@ describe("sandboxed environments: hostile and broken tools", () => {
     expect(await expectContained(instance, "spin_stubbornly")).toBe(
       "the tool ran longer than 200 ms and was stopped",
     );
-    expect(await expectContained(instance, "spin_in_microtasks")).toBe(
-      "the tool ran longer than 200 ms and was stopped",
+    // Each queued promise job allocates, so on a loaded machine the memory limit can be reached first:
+    // either limit ends the call cleanly.
+    expect(await expectContained(instance, "spin_in_microtasks")).toMatch(
+      /^the tool (ran longer than 200 ms and was stopped|exceeded its memory limit of 8 MB)$/,
     );
   });
 
