@@ -219,7 +219,23 @@ describe("terrarium validate", () => {
   });
 
   it("has --help with examples for every command", async () => {
-    for (const command of [["validate"], ["tools", "list"], ["tools", "export"]]) {
+    const commands = [
+      ["validate"],
+      ["tools", "list"],
+      ["tools", "export"],
+      ["tools", "convert"],
+      ["models", "list"],
+      ["models", "check"],
+      ["env", "list"],
+      ["env", "run"],
+      ["serve"],
+      ["mcp"],
+      ["gats"],
+      ["bench", "bfcl", "run"],
+      ["bench", "bfcl", "score"],
+      ...["collect", "build", "import", "export", "eval", "report", "sft"].map((c) => ["envsim", c]),
+    ];
+    for (const command of commands) {
       const run = await cli([...command, "--help"]);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/Examples?:\n {2}terrarium /);

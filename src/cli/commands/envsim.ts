@@ -213,6 +213,7 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
     .argument("<file>", "published EnvSimBench records (JSONL)")
     .requiredOption("--out <file>", "samples JSONL")
     .description("read the published EnvSimBench format into terrarium samples (groups recomputed)")
+    .addHelpText("after", "\nExample:\n  terrarium envsim import envsimbench.jsonl --out samples.jsonl\n")
     .action((file: string, options: { out: string }) => {
       const samples = readJsonl<never>(file).map((record, index) => fromEnvSimBenchRecord(record, index + 1));
       writeJsonl(options.out, samples);
@@ -224,6 +225,10 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
     .argument("<file>", "samples JSONL")
     .requiredOption("--out <file>", "EnvSimBench records JSONL")
     .description("write samples in the published EnvSimBench record format")
+    .addHelpText(
+      "after",
+      "\nExample:\n  terrarium envsim export bench.jsonl --out envsimbench-records.jsonl\n",
+    )
     .action((file: string, options: { out: string }) => {
       writeJsonl(options.out, readJsonl<EnvSimSample>(file).map(toEnvSimBenchRecord));
     });
