@@ -7,7 +7,7 @@ import type { ValidateFunction } from "ajv";
 import { Catalog, type Tool } from "../src/catalog/index.js";
 import { CallValidator, createAjv } from "../src/validate/index.js";
 import { bfclCategory, groundTruthCalls } from "../test/helpers/bfcl.js";
-import type { BenchResult } from "./report.js";
+import { type BenchResult, median } from "./report.js";
 
 interface Workload {
   catalog: Catalog;
@@ -36,21 +36,38 @@ function buildWorkloads(): { valid: Workload[]; invalid: Workload[] } {
   return { valid, invalid };
 }
 
-/** Median calls per second over `rounds` timed rounds of `fn` applied to every workload. */
-function throughput(workloads: Workload[], fn: (w: Workload) => unknown, rounds = 7): number {
-  const perRound: number[] = [];
-  for (let round = -2; round < rounds; round++) {
-    let calls = 0;
-    const started = process.hrtime.bigint();
-    do {
-      for (const workload of workloads) fn(workload);
-      calls += workloads.length;
-    } while (process.hrtime.bigint() - started < 200_000_000n);
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    if (round >= 0) perRound.push(calls / seconds); // the first rounds warm the JIT up
+/** Calls per second of one timed round of `fn` over the workloads (at least 200 ms). */
+function round(workloads: Workload[], fn: (w: Workload) => unknown): number {
+  let calls = 0;
+  const started = process.hrtime.bigint();
+  do {
+    for (const workload of workloads) fn(workload);
+    calls += workloads.length;
+  } while (process.hrtime.bigint() - started < 200_000_000n);
+  return calls / (Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+/**
+ * Median calls per second of the baseline and of terrarium, their rounds interleaved so that JIT warm-up,
+ * garbage collection and machine noise fall on both alike (two warm-up rounds each are discarded).
+ */
+function compare(
+  workloads: Workload[],
+  raw: (w: Workload) => unknown,
+  ours: (w: Workload) => unknown,
+  rounds = 9,
+): { raw: number; ours: number } {
+  const rawRounds: number[] = [];
+  const ourRounds: number[] = [];
+  for (let index = -2; index < rounds; index++) {
+    const r = round(workloads, raw);
+    const o = round(workloads, ours);
+    if (index >= 0) {
+      rawRounds.push(r);
+      ourRounds.push(o);
+    }
   }
-  perRound.sort((a, b) => a - b);
-  return perRound[Math.floor(perRound.length / 2)] as number;
+  return { raw: median(rawRounds), ours: median(ourRounds) };
 }
 
 export async function benchValidate(): Promise<BenchResult> {
@@ -74,14 +91,9 @@ export async function benchValidate(): Promise<BenchResult> {
   const ours = (w: Workload) => validator.validate(w.catalog, w.call);
 
   const rows = [
-    { workload: "valid calls", n: valid.length, raw: throughput(valid, raw), ours: throughput(valid, ours) },
-    {
-      workload: "invalid calls",
-      n: invalid.length,
-      raw: throughput(invalid, raw),
-      ours: throughput(invalid, ours),
-    },
-    { workload: "mixed 50/50", n: mixed.length, raw: throughput(mixed, raw), ours: throughput(mixed, ours) },
+    { workload: "valid calls", n: valid.length, ...compare(valid, raw, ours) },
+    { workload: "invalid calls", n: invalid.length, ...compare(invalid, raw, ours) },
+    { workload: "mixed 50/50", n: mixed.length, ...compare(mixed, raw, ours) },
   ].map((row) => ({ ...row, overhead: row.raw / row.ours }));
 
   const report = {

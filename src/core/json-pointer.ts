@@ -3,7 +3,10 @@ import { TerrariumError } from "./errors.js";
 /** RFC 6901 JSON Pointers: "" is the whole document, "/a/0/b~1c" reaches a.0["b/c"]. */
 
 export function escapeToken(token: string | number): string {
-  return String(token).replace(/~/g, "~0").replace(/\//g, "~1");
+  const text = String(token);
+  // Most tokens need no escaping; skip the two regex passes for them (this runs on validation's hot path).
+  if (!text.includes("~") && !text.includes("/")) return text;
+  return text.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
 export function unescapeToken(token: string): string {

@@ -31,8 +31,19 @@ export const FORMAT_WORDS: Record<string, string> = {
   byte: "base64-encoded data",
 };
 
-/** `/filters/0/name` -> `"filters[0].name"`; the root is "the arguments". */
+const pathLabels = new Map<string, string>();
+
+/** `/filters/0/name` -> `"filters[0].name"`; the root is "the arguments". Labels are cached (bounded). */
 export function describePath(pointer: string): string {
+  const cached = pathLabels.get(pointer);
+  if (cached !== undefined) return cached;
+  const label = labelOf(pointer);
+  if (pathLabels.size > 10_000) pathLabels.clear();
+  pathLabels.set(pointer, label);
+  return label;
+}
+
+function labelOf(pointer: string): string {
   if (pointer === "") return "the arguments";
   let text = "";
   for (const token of parsePointer(pointer)) {

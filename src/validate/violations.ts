@@ -22,13 +22,17 @@ export interface Violation {
  * a pile of contradictory messages ("must be a string", "must be an object", …).
  */
 export function toViolations(errors: readonly ErrorObject[], args: unknown): Violation[] {
-  const claimedBy = claimBranchErrors(errors);
+  // Most calls break plain rules: only combinators need the bookkeeping of which errors they own.
+  let hasCombinator = false;
+  for (const error of errors)
+    if (error.keyword === "oneOf" || error.keyword === "anyOf") hasCombinator = true;
+  const claimedBy = hasCombinator ? claimBranchErrors(errors) : [];
   const violations: Violation[] = [];
-  errors.forEach((error, index) => {
-    if (claimedBy[index] !== -1) return;
-    const violation = translate(error, index, errors, claimedBy, args);
+  for (let index = 0; index < errors.length; index++) {
+    if ((claimedBy[index] ?? -1) !== -1) continue;
+    const violation = translate(errors[index] as ErrorObject, index, errors, claimedBy, args);
     if (violation) violations.push(violation);
-  });
+  }
   return dedupe(violations);
 }
 
@@ -74,8 +78,7 @@ function translate(
     case "additionalProperties":
     case "unevaluatedProperties": {
       const extra = String(params.additionalProperty ?? params.unevaluatedProperty);
-      const accepted = acceptedNames(error.parentSchema);
-      const list = accepted.length > 0 ? `; accepted: ${accepted.join(", ")}` : "; it accepts none";
+      const list = acceptedList(error.parentSchema);
       return {
         path: `${path}/${escapeToken(extra)}`,
         rule: "unknown_argument",
@@ -250,21 +253,34 @@ function combinatorViolation(
   };
 }
 
-function acceptedNames(schema: unknown): string[] {
-  if (schema === null || typeof schema !== "object") return [];
-  const properties = (schema as Record<string, unknown>).properties;
-  return properties && typeof properties === "object" ? Object.keys(properties) : [];
+const acceptedCache = new WeakMap<object, string>();
+
+/** "; accepted: a, b" for a schema's argument names (cached: the same schema comes back call after call). */
+function acceptedList(schema: unknown): string {
+  if (schema === null || typeof schema !== "object") return "; it accepts none";
+  let text = acceptedCache.get(schema);
+  if (text === undefined) {
+    const properties = (schema as Record<string, unknown>).properties;
+    const names = properties && typeof properties === "object" ? Object.keys(properties) : [];
+    text = names.length > 0 ? `; accepted: ${names.join(", ")}` : "; it accepts none";
+    acceptedCache.set(schema, text);
+  }
+  return text;
 }
 
 function dedupe(violations: Violation[]): Violation[] {
-  const seen = new Set<string>();
+  if (violations.length < 2) return violations;
   // A type violation already states the whole expectation, enum and const included.
-  const wrongType = new Set(violations.filter((v) => v.rule === "type").map((v) => v.path));
-  return violations.filter((v) => {
-    if ((v.rule === "enum" || v.rule === "const") && wrongType.has(v.path)) return false;
-    const key = `${v.path}\u0000${v.rule}\u0000${v.message}`;
-    if (seen.has(key)) return false;
+  const wrongType = new Set<string>();
+  for (const violation of violations) if (violation.rule === "type") wrongType.add(violation.path);
+  const seen = new Set<string>();
+  const kept: Violation[] = [];
+  for (const violation of violations) {
+    if ((violation.rule === "enum" || violation.rule === "const") && wrongType.has(violation.path)) continue;
+    const key = `${violation.path}\u0000${violation.rule}\u0000${violation.message}`;
+    if (seen.has(key)) continue;
     seen.add(key);
-    return true;
-  });
+    kept.push(violation);
+  }
+  return kept;
 }
