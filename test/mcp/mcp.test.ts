@@ -73,6 +73,13 @@ describe("MCP", () => {
       const seenByB = await b.callTool({ name: "get_account", arguments: { account_id: "ACC-1001" } });
       expect(JSON.parse((seenByA.content as Array<{ text: string }>)[0]?.text ?? "").balance).toBe(2450);
       expect(JSON.parse((seenByB.content as Array<{ text: string }>)[0]?.text ?? "").balance).toBe(2500);
+      // A running MCP server over HTTP works as a tool source too.
+      const catalog = await loadToolSources([`mcp+http:${http?.url}/mcp`]);
+      expect(catalog.size).toBe(6);
+      expect(catalog.get("transfer")?.origin).toMatchObject({
+        format: "mcp",
+        file: `mcp+http:${http?.url}/mcp`,
+      });
     } finally {
       await a.close();
       await b.close();
