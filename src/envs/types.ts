@@ -9,6 +9,8 @@ export interface Transition {
   success: boolean;
   /** What the tool returned (or the error it reported). */
   observation: unknown;
+  /** The observation as the implementation's language prints it (Python's `str()`), when that differs from JSON. */
+  observationText?: string;
   before: unknown;
   after: unknown;
   /** JSON Patch-style changes from `before` to `after`. */

@@ -176,3 +176,18 @@ describe("Python environments through the bridge", () => {
     });
   });
 });
+
+describe("Python observation text", () => {
+  it("keeps Python's str() of a result for EnvSimBench", async () => {
+    const env = await open("warehouse.yaml");
+    const instance = await env.create();
+    const moved = await instance.step({
+      name: "move",
+      arguments: { sku: "A1", source: "north", target: "south", quantity: 1 },
+    });
+    expect(moved.observation).toEqual({ success: true, moved: 1 });
+    expect(moved.observationText).toBe("{'success': True, 'moved': 1}");
+    const { toSample } = await import("../../src/bench/envsim/collect.js");
+    expect(toSample(env, "t", 1, moved).observationText).toBe("{'success': True, 'moved': 1}");
+  });
+});

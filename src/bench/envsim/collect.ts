@@ -25,9 +25,10 @@ export function toSample(
     call: { name: transition.call.name, arguments: args },
     observation: transition.observation,
     observationText:
-      typeof transition.observation === "string"
+      transition.observationText ??
+      (typeof transition.observation === "string"
         ? transition.observation
-        : JSON.stringify(transition.observation),
+        : JSON.stringify(transition.observation)),
     before: transition.before,
     after: transition.after,
     changes: transition.envChanges,

@@ -203,7 +203,11 @@ export class PythonEnvironment implements Environment {
       this.journals.get(id)?.calls.push({ name: call.name, arguments: args, ...(seed ? { seed } : {}) });
       // A raised exception becomes its traceback; an error the method returned is the observation itself.
       const observation = typeof reply.error === "string" ? { error: reply.error } : reply.result;
-      return makeTransition(recorded, reply.ok === true, observation, before, reply.state);
+      const transition = makeTransition(recorded, reply.ok === true, observation, before, reply.state);
+      // EnvSimBench compares the Python text of a result (single quotes, True, None), so keep it.
+      if (typeof reply.error !== "string" && typeof reply.text === "string")
+        transition.observationText = reply.text;
+      return transition;
     } catch (error) {
       if (error instanceof BridgeTimeout || error instanceof BridgeDied) {
         // The process is gone; the next request rebuilds every instance from its journal (this call left out).
