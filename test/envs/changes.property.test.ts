@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { randomValidCall } from "../../src/bench/envsim/collect.js";
 import {
   applyChanges,
   applyEnvSimChanges,
@@ -9,7 +10,6 @@ import {
   diffJson,
 } from "../../src/core/index.js";
 import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
-import { randomCall } from "../helpers/random-calls.js";
 
 /** JSON values over a small key pool, so that two of them overlap and their diff is interesting. */
 const json = fc.letrec((tie) => ({
@@ -79,7 +79,7 @@ describe("environment transitions", () => {
         const instance = await environment.create({ seed: run });
         for (let step = 0; step < (large ? 12 : 40); step++) {
           const transition = await instance.step(
-            randomCall(environment.tools, await instance.state(), random),
+            randomValidCall(environment.tools, await instance.state(), random),
           );
           const viaPatch = applyChanges(transition.before, transition.changes);
           const viaEnvSim = applyEnvSimChanges(transition.before, transition.envChanges);
