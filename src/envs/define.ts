@@ -5,7 +5,7 @@ import { type Clock, ManualClock, systemClock } from "../core/clock.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { createRandom, type Random, unseededRandom } from "../core/random.js";
 import { CallValidator } from "../validate/validator.js";
-import { makeTransition } from "./transition.js";
+import { admitCall, makeTransition } from "./transition.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "./types.js";
 
 /** Where a seeded run's clock starts: every seeded run sees the same times. */
@@ -137,20 +137,9 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
 
   async step(call: { name: string; arguments?: unknown }): Promise<Transition> {
     const before = this.current;
-    const recorded = { name: call.name, arguments: call.arguments ?? {} };
-    const verdict = this.validator.validate(this.catalog, recorded);
-    if (!verdict.valid) {
-      return makeTransition(
-        recorded,
-        false,
-        { error: "invalid call", violations: verdict.errors },
-        before,
-        before,
-      );
-    }
-    const args = (
-      typeof recorded.arguments === "string" ? JSON.parse(recorded.arguments) : recorded.arguments
-    ) as Record<string, unknown>;
+    const admitted = admitCall(this.validator, this.catalog, call, before);
+    if ("rejected" in admitted) return admitted.rejected;
+    const { recorded, args } = admitted;
     const tool = this.definition.tools[call.name] as ToolImplementation<S>;
     const draft = structuredClone(before);
     try {

@@ -7,7 +7,7 @@ import type { Tool } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
 import { formatPointer } from "../../core/json-pointer.js";
 import { CallValidator } from "../../validate/validator.js";
-import { makeTransition } from "../transition.js";
+import { admitCall, makeTransition } from "../transition.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
 import { BridgeDied, BridgeTimeout, PythonFailure, PythonProcess } from "./bridge.js";
 
@@ -185,17 +185,9 @@ export class PythonEnvironment implements Environment {
     call: { name: string; arguments?: unknown },
     seed: string | undefined,
   ): Promise<Transition> {
-    const recorded = { name: call.name, arguments: call.arguments ?? {} };
-    const verdict = this.validator.validate(this.catalog, recorded);
-    if (!verdict.valid)
-      return makeTransition(
-        recorded,
-        false,
-        { error: "invalid call", violations: verdict.errors },
-        before,
-        before,
-      );
-    const args = typeof recorded.arguments === "string" ? JSON.parse(recorded.arguments) : recorded.arguments;
+    const admitted = admitCall(this.validator, this.catalog, call, before);
+    if ("rejected" in admitted) return admitted.rejected;
+    const { recorded, args } = admitted;
     const message = { instance: id, name: call.name, arguments: args, ...(seed ? { seed } : {}) };
     try {
       await this.ensureLive();
