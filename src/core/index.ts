@@ -10,7 +10,16 @@ export {
 } from "./errors.js";
 export { contentId, createIdGenerator, type IdGenerator } from "./ids.js";
 export {
+  getOwn,
+  isImmutableJson,
+  MAX_JSON_DEPTH,
+  setOwn,
+  shallowCopy,
+  toImmutableJson,
+} from "./immutable-json.js";
+export {
   applyChanges,
+  arrayIndex,
   applyEnvSimChanges,
   diffEnvSim,
   diffJson,
@@ -18,6 +27,7 @@ export {
   envSimToJsonChange,
   type JsonChange,
   type JsonValue,
+  PathWriter,
 } from "./json-diff.js";
 export {
   dottedToPointer,

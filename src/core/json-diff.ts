@@ -1,4 +1,5 @@
 import { TerrariumError } from "./errors.js";
+import { getOwn, setOwn, shallowCopy, toImmutableJson } from "./immutable-json.js";
 import { escapeToken, formatPointer, parsePointer } from "./json-pointer.js";
 
 /**
@@ -104,56 +105,81 @@ export function diffEnvSim(before: unknown, after: unknown, path: string[] = [])
   return [{ path: path.join("."), type: "modified", before, after }];
 }
 
-/** Applies JSON Patch-style changes exactly; returns a new document (the input is not modified). */
+/**
+ * Applies JSON Patch-style changes exactly; returns a new immutable document (see `immutable-json.ts`).
+ * The input is not modified: only the containers on changed paths are copied, the rest is shared. Keys
+ * are always own data (`__proto__` included); array indexes must be canonical decimal numbers.
+ */
 export function applyChanges<T>(document: T, changes: readonly JsonChange[]): T {
-  let result: unknown = structuredClone(document);
-  for (const change of changes) result = applyOne(result, change);
-  return result as T;
+  const writer = new PathWriter(document);
+  for (const change of changes) applyOne(writer, change);
+  return toImmutableJson(writer.root) as T;
 }
 
-function applyOne(document: unknown, change: JsonChange): unknown {
+/** Copies each container on a written path once per batch of changes, so later writes reuse the copy. */
+export class PathWriter {
+  private readonly fresh = new WeakSet<object>();
+
+  constructor(public root: unknown) {}
+
+  /** `container` itself when this writer made it, else a shallow copy it may change. */
+  writable<C extends object>(container: C): C {
+    if (this.fresh.has(container)) return container;
+    const copy = shallowCopy(container);
+    this.fresh.add(copy);
+    return copy;
+  }
+}
+
+/** The index an array token names, or undefined when it is not a canonical non-negative integer. */
+export function arrayIndex(token: string): number | undefined {
+  return /^(0|[1-9][0-9]*)$/.test(token) ? Number(token) : undefined;
+}
+
+function applyOne(writer: PathWriter, change: JsonChange): void {
   const tokens = parsePointer(change.path);
   if (tokens.length === 0) {
     if (change.op === "remove")
       throw new TerrariumError("INVALID_POINTER", "cannot remove the whole document");
-    return structuredClone(change.after);
+    writer.root = toImmutableJson(change.after);
+    return;
   }
-  const parent = walk(document, tokens.slice(0, -1), change.path);
+  if (writer.root === null || typeof writer.root !== "object")
+    throw new TerrariumError("INVALID_POINTER", `the path ${change.path} does not exist`);
+  writer.root = writer.writable(writer.root);
+  let parent = writer.root as Record<string, unknown> | unknown[];
+  for (const token of tokens.slice(0, -1)) {
+    const child = Array.isArray(parent) ? parent[arrayIndex(token) ?? -1] : getOwn(parent, token);
+    if (child === null || typeof child !== "object")
+      throw new TerrariumError("INVALID_POINTER", `the path ${change.path} does not exist`);
+    const copy = writer.writable(child as object) as Record<string, unknown> | unknown[];
+    if (Array.isArray(parent)) parent[arrayIndex(token) as number] = copy;
+    else setOwn(parent, token, copy);
+    parent = copy;
+  }
   const last = tokens[tokens.length - 1] as string;
+  const value = change.op === "remove" ? undefined : toImmutableJson(change.after);
   if (Array.isArray(parent)) {
-    const index = last === "-" ? parent.length : Number(last);
-    if (!Number.isInteger(index) || index < 0 || index > parent.length) {
+    const index = last === "-" ? parent.length : arrayIndex(last);
+    if (index === undefined || index > parent.length) {
       throw new TerrariumError("INVALID_POINTER", `index ${last} is outside the array at ${change.path}`);
     }
-    if (change.op === "add") parent.splice(index, 0, structuredClone(change.after));
+    if (change.op === "add") parent.splice(index, 0, value);
     else if (index >= parent.length) throw new TerrariumError("INVALID_POINTER", `nothing at ${change.path}`);
-    else if (change.op === "replace") parent[index] = structuredClone(change.after);
+    else if (change.op === "replace") parent[index] = value;
     else parent.splice(index, 1);
-    return document;
+    return;
   }
-  if (!isObject(parent))
-    throw new TerrariumError("INVALID_POINTER", `${change.path} is not inside an object or array`);
+  const exists = Object.hasOwn(parent, last);
   if (change.op === "remove") {
-    if (!Object.hasOwn(parent, last))
-      throw new TerrariumError("INVALID_POINTER", `nothing to remove at ${change.path}`);
+    if (!exists) throw new TerrariumError("INVALID_POINTER", `nothing to remove at ${change.path}`);
     delete parent[last];
   } else {
-    if (change.op === "replace" && !Object.hasOwn(parent, last)) {
+    if (change.op === "replace" && !exists) {
       throw new TerrariumError("INVALID_POINTER", `nothing to replace at ${change.path}`);
     }
-    parent[last] = structuredClone(change.after);
+    setOwn(parent, last, value);
   }
-  return document;
-}
-
-function walk(document: unknown, tokens: string[], path: string): unknown {
-  let current = document;
-  for (const token of tokens) {
-    if (Array.isArray(current)) current = current[Number(token)];
-    else if (isObject(current) && Object.hasOwn(current, token)) current = current[token];
-    else throw new TerrariumError("INVALID_POINTER", `the path ${path} does not exist`);
-  }
-  return current;
 }
 
 /** Applies EnvSimBench-style changes exactly (dotted paths into objects); returns a new document. */

@@ -1,8 +1,10 @@
+import { Immer } from "immer";
 import { Catalog } from "../catalog/catalog.js";
 import { closeArgumentObject, emptyArgumentSchema, toJsonSchema2020 } from "../catalog/json-schema.js";
 import type { JsonObjectSchema, JsonSchema, Tool, ToolEffect } from "../catalog/tool.js";
 import { type Clock, ManualClock, systemClock } from "../core/clock.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
+import { toImmutableJson } from "../core/immutable-json.js";
 import { createRandom, type Random, unseededRandom } from "../core/random.js";
 import { CallValidator } from "../validate/validator.js";
 import { admitCall, makeTransition } from "./transition.js";
@@ -44,6 +46,13 @@ export interface EnvironmentDefinition<S> {
   file?: string;
 }
 
+/**
+ * Drafts for tool code: a tool changes its draft as if it owned the state, and only the containers it
+ * touched are copied (the rest of the new state is shared with the old one). Freezing is ours to do
+ * (`toImmutableJson`), so immer's own is off.
+ */
+const drafts = new Immer({ autoFreeze: false });
+
 /** A guard's rejection, raised by `context.fail`. */
 export class ToolFailure extends Error {
   constructor(
@@ -81,11 +90,11 @@ export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Envi
   const validator = new CallValidator();
   validator.prepare(catalog);
   const initial = () =>
-    structuredClone(
+    toImmutableJson(
       typeof definition.initialState === "function"
         ? (definition.initialState as () => S)()
         : definition.initialState,
-    );
+    ) as S;
 
   const environment: Environment = {
     name: definition.name,
@@ -102,7 +111,7 @@ export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Envi
       const clock =
         options.clock ??
         (options.seed !== undefined ? new ManualClock(SEEDED_CLOCK_START, 1000) : systemClock);
-      const state = options.state !== undefined ? (structuredClone(options.state) as S) : initial();
+      const state = options.state !== undefined ? (toImmutableJson(options.state) as S) : initial();
       return new TypeScriptInstance(
         environment,
         definition,
@@ -141,7 +150,10 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     if ("rejected" in admitted) return admitted.rejected;
     const { recorded, args } = admitted;
     const tool = this.definition.tools[call.name] as ToolImplementation<S>;
-    const draft = structuredClone(before);
+    // The draft is a copy-on-write view of `before` (an immutable tree): a guard's `fail` or a crash
+    // simply drops it, and a successful run keeps only the paths the tool wrote.
+    const draftable = before !== null && typeof before === "object";
+    const draft = (draftable ? drafts.createDraft(before as object) : before) as S;
     try {
       const result = tool.run({
         state: draft,
@@ -154,9 +166,10 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
           throw new ToolFailure(message, details);
         },
       });
+      // Read the observation while the draft is alive: it may hold parts of the draft.
       const observation = toJson(result instanceof Promise ? await result : result);
-      // Round-trip through JSON so the stored state holds only what JSON can say (no undefined, no Dates).
-      this.current = toJson(draft) as S;
+      // Only what JSON can say is kept (no undefined, no Dates); untouched subtrees are shared as they are.
+      this.current = toImmutableJson(draftable ? drafts.finishDraft(draft) : draft) as S;
       return makeTransition(recorded, true, observation, before, this.current);
     } catch (error) {
       const observation =
@@ -167,8 +180,9 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     }
   }
 
+  /** The current state: an immutable tree, shared rather than copied (see `core/immutable-json.ts`). */
   async state(): Promise<unknown> {
-    return structuredClone(this.current);
+    return this.current;
   }
 
   async fork(): Promise<EnvironmentInstance> {
@@ -179,7 +193,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
       this.definition,
       this.catalog,
       this.validator,
-      structuredClone(this.current),
+      this.current,
       this.random.derive(`fork-${this.forks}`),
       clock,
       this.initial,
@@ -187,7 +201,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
   }
 
   async reset(state?: unknown): Promise<void> {
-    this.current = state === undefined ? this.initial() : (structuredClone(state) as S);
+    this.current = state === undefined ? this.initial() : (toImmutableJson(state) as S);
   }
 
   async close(): Promise<void> {}

@@ -1,0 +1,103 @@
+import { TerrariumError } from "./errors.js";
+
+/**
+ * States as immutable JSON trees.
+ *
+ * A state that flows through terrarium (an environment's state, a session's snapshots) is kept as a tree
+ * of frozen objects with a null prototype. Two things follow:
+ * - Steps share structure: a new state copies only the containers on the paths it changed, and every
+ *   untouched subtree is the same object as before. Copies, diffs and stored snapshots then cost what a
+ *   step touched, not the size of the state.
+ * - Keys are data, never the prototype: on a null-prototype object `state.accounts["__proto__"]` and
+ *   `"constructor" in state.accounts` see only what the state holds, so hostile keys can neither reach
+ *   `Object.prototype` nor be mistaken for existing entries.
+ */
+
+/** Deepest nesting a state may have; deeper documents are refused (they only come from attacks or bugs). */
+export const MAX_JSON_DEPTH = 512;
+
+/** Every container made by `toImmutableJson`: a subtree found here is already in final form and is reused. */
+const IMMUTABLE = new WeakSet<object>();
+
+/** Whether `value` is a tree made by `toImmutableJson` (so it can be shared without copying). */
+export function isImmutableJson(value: unknown): boolean {
+  return value === null || typeof value !== "object" || IMMUTABLE.has(value);
+}
+
+/**
+ * The value as JSON would carry it (JSON.stringify's rules: `toJSON`, undefined members dropped, undefined
+ * array items and non-finite numbers as null), as frozen null-prototype objects and frozen arrays.
+ * Subtrees that are already immutable are shared, not copied, so converting the result of a step that
+ * changed a few paths costs only those paths. Cycles, BigInts and nesting deeper than `MAX_JSON_DEPTH`
+ * are refused.
+ */
+export function toImmutableJson(value: unknown): unknown {
+  return convert(value, 0, new Set());
+}
+
+function convert(value: unknown, depth: number, ancestors: Set<object>): unknown {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) ? value : null;
+    case "bigint":
+      throw new TerrariumError("INVALID_INPUT", `a BigInt (${value}n) has no JSON form`);
+    case "object":
+      break;
+    default:
+      return undefined; // functions and symbols: dropped from objects, null in arrays
+  }
+  if (value === null) return null;
+  if (IMMUTABLE.has(value)) return value;
+  if (depth >= MAX_JSON_DEPTH)
+    throw new TerrariumError("INVALID_INPUT", `the value is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") return convert(toJSON.call(value), depth, ancestors);
+  if (value instanceof Number || value instanceof String || value instanceof Boolean)
+    return convert(value.valueOf(), depth, ancestors);
+  if (ancestors.has(value)) throw new TerrariumError("INVALID_INPUT", "the value contains a cycle");
+  ancestors.add(value);
+  let result: object;
+  if (Array.isArray(value)) {
+    const items = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const item = convert(value[i], depth + 1, ancestors);
+      items[i] = item === undefined ? null : item;
+    }
+    result = items;
+  } else {
+    const record = Object.create(null) as Record<string, unknown>;
+    for (const key of Object.keys(value)) {
+      const member = convert((value as Record<string, unknown>)[key], depth + 1, ancestors);
+      // A null-prototype object has no `__proto__` setter: every key, that one included, is plain data.
+      if (member !== undefined) record[key] = member;
+    }
+    result = record;
+  }
+  ancestors.delete(value);
+  Object.freeze(result);
+  IMMUTABLE.add(result);
+  return result;
+}
+
+/** A shallow, writable copy of a container (null-prototype for objects), for path copying. */
+export function shallowCopy<T>(container: T): T {
+  if (Array.isArray(container)) return container.slice() as T;
+  // Object.assign onto a null-prototype target defines every key, `__proto__` included, as data.
+  return Object.assign(Object.create(null), container) as T;
+}
+
+/** The member stored under `key` itself, never one inherited from a prototype. */
+export function getOwn(container: unknown, key: string): unknown {
+  if (container === null || typeof container !== "object") return undefined;
+  return Object.hasOwn(container, key) ? (container as Record<string, unknown>)[key] : undefined;
+}
+
+/** Stores `value` under `key` as data, also when the key is `__proto__` on an ordinary object. */
+export function setOwn(container: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__")
+    Object.defineProperty(container, key, { value, writable: true, enumerable: true, configurable: true });
+  else container[key] = value;
+}
