@@ -72,44 +72,162 @@ function asObject(value: unknown): Record<string, unknown> {
   return isObject(value) ? value : { observation: value };
 }
 
+export interface McpHttpOptions {
+  /** Live MCP sessions at most (all tokens together); a new initialize beyond it gets a 503. */
+  maxSessions?: number;
+  /** A session unused this long (ms) is closed, with its engine session, when room is needed. */
+  idleMs?: number;
+  /** Reported by the MCP server. */
+  version?: string;
+}
+
+/** Default cap on live MCP sessions over HTTP. */
+export const DEFAULT_MAX_MCP_SESSIONS = 1000;
+/** Default idle time after which an MCP session may be reclaimed (30 minutes). */
+export const DEFAULT_MCP_IDLE_MS = 30 * 60 * 1000;
+
+interface McpConnection {
+  transport: WebStandardStreamableHTTPServerTransport;
+  /** Hash of the token that initialised it (undefined on an open server); only it may use the session. */
+  owner: string | undefined;
+  engineSession: string;
+  lastUsed: number;
+}
+
 /**
- * MCP over streamable HTTP: one engine session per MCP connection (per `Mcp-Session-Id`), created when the
- * client initializes and deleted when it closes.
+ * MCP over streamable HTTP: one engine session per MCP connection (per `Mcp-Session-Id`). Nothing is created
+ * until an `initialize` request succeeds; the session then belongs to the caller's token, and any other
+ * token gets the same 404 as an unknown session id. `DELETE /mcp` ends the MCP session and deletes its
+ * engine session. Live sessions are capped: idle ones are reclaimed first, then new ones are refused.
  */
 export class McpHttpEndpoint {
-  private readonly transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  private readonly connections = new Map<string, McpConnection>();
+  /** Initialize requests in flight: they count against the cap before they are registered. */
+  private pending = 0;
+  private readonly maxSessions: number;
+  private readonly idleMs: number;
 
-  constructor(private readonly engine: Engine) {}
+  constructor(
+    private readonly engine: Engine,
+    private readonly options: McpHttpOptions = {},
+  ) {
+    this.maxSessions = options.maxSessions ?? DEFAULT_MAX_MCP_SESSIONS;
+    this.idleMs = options.idleMs ?? DEFAULT_MCP_IDLE_MS;
+  }
 
-  /** Answers one HTTP request to `/mcp`; `owner` (a token hash) owns the session a new connection gets. */
-  async handle(request: Request, owner?: string): Promise<Response> {
+  /** Live MCP sessions. */
+  get size(): number {
+    return this.connections.size;
+  }
+
+  /**
+   * Answers one HTTP request to `/mcp`. `owner` is the caller's token hash; `parsedBody` is the body the
+   * HTTP layer already read and checked (depth, numbers), so the transport does not parse it again.
+   */
+  async handle(request: Request, owner?: string, parsedBody?: unknown): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
-    const existing = id ? this.transports.get(id) : undefined;
-    if (existing) return existing.handleRequest(request);
-    if (id) {
-      return Response.json(
-        { jsonrpc: "2.0", error: { code: -32001, message: `no MCP session ${id}` }, id: null },
-        { status: 404 },
-      );
+    const handleOptions = parsedBody !== undefined ? { parsedBody } : undefined;
+    if (id !== null) {
+      const connection = this.connections.get(id);
+      // Another token's session looks exactly like a missing one: its existence is not revealed.
+      if (!connection || connection.owner !== owner)
+        return rpcError(404, -32001, `no MCP session ${id.slice(0, 100)}; initialize a new one`);
+      connection.lastUsed = Date.now();
+      return connection.transport.handleRequest(request, handleOptions);
     }
-    const session = await this.engine.createSession(owner ? { owner } : {});
+    if (!["GET", "POST", "DELETE"].includes(request.method))
+      return rpcError(405, -32000, `${request.method} is not allowed on /mcp (use POST, GET or DELETE)`);
+    if (request.method !== "POST" || !isInitialize(parsedBody))
+      return rpcError(
+        400,
+        -32000,
+        "send Mcp-Session-Id, or start a session with a POST whose body is one initialize request",
+      );
+    if (this.connections.size + this.pending >= this.maxSessions) await this.reclaimIdle();
+    if (this.connections.size + this.pending >= this.maxSessions)
+      return rpcError(
+        503,
+        -32000,
+        `too many MCP sessions (limit ${this.maxSessions}); end unused ones with DELETE /mcp and try again`,
+      );
+    this.pending++;
+    try {
+      return await this.initialize(request, owner, handleOptions);
+    } finally {
+      this.pending--;
+    }
+  }
+
+  private async initialize(
+    request: Request,
+    owner: string | undefined,
+    handleOptions: { parsedBody: unknown } | undefined,
+  ): Promise<Response> {
+    let engineSession: string | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
-      onsessioninitialized: (mcpSession) => {
-        this.transports.set(mcpSession, transport);
+      // Called only once the initialize request is accepted: the engine session is made here, not before.
+      onsessioninitialized: async (mcpSession) => {
+        const record = await this.engine.createSession({
+          ...(owner ? { owner } : {}),
+          metadata: { mcpSession },
+        });
+        engineSession = record.id;
+        this.connections.set(mcpSession, { transport, owner, engineSession, lastUsed: Date.now() });
       },
-      onsessionclosed: (mcpSession) => {
-        this.transports.delete(mcpSession);
+      onsessionclosed: async (mcpSession) => {
+        await this.forget(mcpSession);
       },
     });
-    const server = createMcpServer(this.engine, async () => session.id);
+    const server = createMcpServer(
+      this.engine,
+      async () => {
+        if (!engineSession) throw new Error("the MCP session is not initialized");
+        return engineSession;
+      },
+      this.options.version,
+    );
     await server.connect(transport);
-    return transport.handleRequest(request);
+    const response = await transport.handleRequest(request, handleOptions);
+    // An initialize the transport refused leaves nothing behind.
+    if (!transport.sessionId || !this.connections.has(transport.sessionId)) await transport.close();
+    return response;
   }
 
-  async close(): Promise<void> {
-    for (const transport of this.transports.values()) await transport.close();
-    this.transports.clear();
+  /** Drops an MCP session and deletes its engine session. */
+  private async forget(mcpSession: string): Promise<void> {
+    const connection = this.connections.get(mcpSession);
+    if (!connection) return;
+    this.connections.delete(mcpSession);
+    await this.engine.deleteSession(connection.engineSession).catch(() => false);
   }
+
+  private async reclaimIdle(): Promise<void> {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [mcpSession, connection] of [...this.connections]) {
+      if (connection.lastUsed > cutoff) continue;
+      await this.forget(mcpSession);
+      await connection.transport.close();
+    }
+  }
+
+  /** Closes every MCP session (the engine sessions stay, like any stored session). */
+  async close(): Promise<void> {
+    for (const connection of this.connections.values()) await connection.transport.close();
+    this.connections.clear();
+  }
+}
+
+function isInitialize(body: unknown): boolean {
+  return (
+    body !== null &&
+    typeof body === "object" &&
+    !Array.isArray(body) &&
+    (body as { method?: unknown }).method === "initialize"
+  );
+}
+
+function rpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 }

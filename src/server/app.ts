@@ -1,17 +1,22 @@
 import { createHash } from "node:crypto";
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { exportOpenApi } from "../catalog/export-openapi.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
-import { McpHttpEndpoint } from "../mcp/server.js";
-import type { Engine, SimulatorPolicy } from "../sim/engine.js";
+import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
+import { SESSION_SCHEMA_VERSION } from "../sessions/types.js";
+import type { Engine, SessionExport, SimulatorPolicy } from "../sim/engine.js";
+import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter, parseJsonText } from "./json-body.js";
 
 export interface AppOptions {
   /** Bearer tokens accepted; with none, the server is open. Each token sees only its own sessions. */
   tokens?: string[];
-  /** Largest request body, in bytes. */
+  /** Largest request body, in bytes (default 1,000,000); larger ones get a 413, with or without Content-Length. */
   maxBodyBytes?: number;
+  /** Deepest nesting of arrays and objects in a JSON body (default 256); deeper bodies get a 400. */
+  maxJsonDepth?: number;
+  /** Limits of the MCP endpoint at /mcp (live sessions, idle time). */
+  mcp?: McpHttpOptions;
   /** Model usage per session, for Gecko's /get-session-llm-usage. */
   usageOf?: (sessionId: string) => unknown;
   /** Builds a state with a model for Gecko's bootstrap_mode auto/force (absent: states are stored as given). */
@@ -21,7 +26,10 @@ export interface AppOptions {
   version?: string;
 }
 
-type Env = { Variables: { owner: string | undefined } };
+type Env = { Variables: { owner: string | undefined; body: string | undefined; maxDepth: number } };
+
+/** Past the body limit, this many more bytes are read and dropped so the client still gets its 413. */
+const DRAIN_FACTOR = 16;
 
 /**
  * The HTTP surface: terrarium's REST API, a Gecko-compatible API (so Gecko clients run unchanged), and
@@ -29,7 +37,9 @@ type Env = { Variables: { owner: string | undefined } };
  */
 export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   const app = new Hono<Env>();
-  const tokens = new Map((options.tokens ?? []).map((token) => [token, hashToken(token)]));
+  // Keyed by hash: looking a presented token up never compares it against a stored token directly.
+  const tokens = new Set((options.tokens ?? []).map(hashToken));
+  const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
 
   app.onError((error, c) => {
     if (error instanceof TerrariumError) {
@@ -48,25 +58,27 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
       413,
     );
   app.use("*", async (c, next) => {
-    // Read (and drop) an oversized body before answering: closing the socket mid-upload would leave the
-    // client with a broken connection instead of the 413.
-    if (Number(c.req.header("content-length") ?? 0) > maxBody) {
-      const reader = c.req.raw.body?.getReader();
-      while (reader && !(await reader.read()).done) {}
+    c.set("maxDepth", maxDepth);
+    c.set("body", undefined);
+    const declared = c.req.header("content-length");
+    if (declared !== undefined && Number(declared) > maxBody && !c.req.header("transfer-encoding")) {
+      await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
       return tooLarge(c);
     }
     return next();
   });
-  app.use("*", bodyLimit({ maxSize: maxBody, onError: tooLarge }));
   app.use("*", async (c, next) => {
     if (c.req.path === "/health" || tokens.size === 0) {
       c.set("owner", undefined);
       return next();
     }
     const header = c.req.header("authorization") ?? "";
-    const token = /^Bearer\s+(.+)$/i.exec(header)?.[1];
-    const owner = token ? tokens.get(token) : undefined;
+    const token = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
+    const hash = token ? hashToken(token) : undefined;
+    const owner = hash && tokens.has(hash) ? hash : undefined;
     if (!owner) {
+      // The body is not wanted, but reading it lets the client see the 401 instead of a reset connection.
+      await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
       return c.json(
         {
           error: {
@@ -78,6 +90,16 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
       );
     }
     c.set("owner", owner);
+    return next();
+  });
+  // Every body is read here, counted as it streams (chunked uploads have no Content-Length to trust).
+  app.use("*", async (c, next) => {
+    const body = c.req.raw.body;
+    if (!body) return next();
+    const read = await readLimited(body, maxBody);
+    if (read === "too-large") return tooLarge(c);
+    if (read === "not-utf8") throw new TerrariumError("INVALID_INPUT", "the body is not UTF-8 text");
+    c.set("body", read);
     return next();
   });
 
@@ -104,6 +126,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
 
   app.post("/sessions", async (c) => {
     const body = await jsonBody(c, true);
+    if (body.state !== undefined) requireObjectState(body.state, "state");
     const record = await engine.createSession({
       ...(body.state !== undefined ? { state: body.state } : {}),
       ...(c.get("owner") ? { owner: c.get("owner") } : {}),
@@ -125,17 +148,21 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   );
   app.put("/sessions/:id/state", async (c) => {
     const record = await sessionOf(c, c.req.param("id"));
-    const snapshot = await engine.setState(record.id, await jsonValue(c));
+    const snapshot = await engine.setState(record.id, requireObjectState(await jsonValue(c), "the body"));
     return c.json({ snapshot: snapshot.index });
   });
   app.post("/sessions/:id/fork", async (c) => {
     const record = await sessionOf(c, c.req.param("id"));
     const body = await jsonBody(c, true);
-    const forked = await engine.fork(
-      record.id,
-      typeof body.snapshot === "number" ? body.snapshot : undefined,
-      c.get("owner"),
-    );
+    if (
+      body.snapshot !== undefined &&
+      !(Number.isSafeInteger(body.snapshot) && (body.snapshot as number) >= 0)
+    )
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `"snapshot" must be a snapshot index (an integer ≥ 0), got ${shortJson(body.snapshot)}`,
+      );
+    const forked = await engine.fork(record.id, body.snapshot as number | undefined, c.get("owner"));
     return c.json({ id: forked.id, parent: forked.parent }, 201);
   });
   app.post("/sessions/:id/reset", async (c) => {
@@ -146,20 +173,20 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     c.json(await engine.history((await sessionOf(c, c.req.param("id"))).id)),
   );
   app.post("/sessions/import", async (c) => {
-    const record = await engine.importSession((await jsonBody(c)) as never, c.get("owner"));
+    // The caller's token owns the import, whatever the document says (exports name no owner).
+    const record = await engine.importSession(checkedExport(await jsonBody(c)), c.get("owner"));
     return c.json({ id: record.id }, 201);
   });
   app.post("/sessions/:id/replay", async (c) => {
     const record = await sessionOf(c, c.req.param("id"));
     const body = await jsonBody(c);
-    const policy = body.simulator;
-    if (typeof policy !== "string" && (policy === null || typeof policy !== "object")) {
-      throw new TerrariumError(
-        "INVALID_INPUT",
-        'the body must name a simulator policy: {"simulator": "schema"}',
-      );
+    const policy = checkedPolicy(body.simulator);
+    // Check the policy against the calls before replaying: a replay that fails half-way leaves a session.
+    for (const entry of await engine.store.history(record.id)) {
+      const tool = engine.catalog.get(entry.request.name);
+      if (tool) engine.simulatorFor(tool, policy);
     }
-    const replayed = await engine.replay(record.id, policy as SimulatorPolicy);
+    const replayed = await engine.replay(record.id, policy);
     return c.json({ id: replayed.session.id, outcomes: replayed.outcomes }, 201);
   });
   app.get("/sessions/:id/export", async (c) =>
@@ -179,8 +206,25 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   });
 
   // --- MCP (streamable HTTP), one session per MCP connection ------------------------------------------
-  const mcp = new McpHttpEndpoint(engine);
-  app.all("/mcp", (c) => mcp.handle(c.req.raw, c.get("owner")));
+  const mcp = new McpHttpEndpoint(engine, {
+    ...options.mcp,
+    ...(options.version ? { version: options.version } : {}),
+  });
+  app.all("/mcp", async (c) => {
+    let parsed: unknown;
+    const text = c.get("body");
+    if (c.req.method === "POST" && text !== undefined && text.trim() !== "") {
+      try {
+        parsed = parseJsonText(text, maxDepth);
+      } catch (error) {
+        return c.json(
+          { jsonrpc: "2.0", error: { code: -32700, message: (error as Error).message }, id: null },
+          400,
+        );
+      }
+    }
+    return mcp.handle(c.req.raw, c.get("owner"), parsed);
+  });
 
   // --- Gecko-compatible API -------------------------------------------------------------------------
   app.get("/session-id", async (c) => {
@@ -194,7 +238,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     if (mode !== "skip" && mode !== "auto" && mode !== "force") {
       throw new TerrariumError("INVALID_INPUT", 'bootstrap_mode must be "auto", "skip" or "force"');
     }
-    const given = body.state ?? {};
+    const given = requireObjectState(body.state ?? {}, "state");
     // "auto" bootstraps only a state that has no runtime_state yet; "force" always does; "skip" never.
     const wanted =
       mode === "force" ||
@@ -233,9 +277,11 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
         'the body must be {"tool_calls": [{name, arguments, result}]}',
       );
     // Without a model, real results are recorded under runtime_state so later simulated calls can see them.
-    const state = (await engine.state(record.id)) as Record<string, unknown>;
-    const runtime = { ...((state.runtime_state as Record<string, unknown>) ?? {}) };
-    const real = [...((runtime.real_tool_results as unknown[]) ?? []), ...body.tool_calls];
+    const current = await engine.state(record.id);
+    const state = isObject(current) ? current : {};
+    const runtime = isObject(state.runtime_state) ? { ...state.runtime_state } : {};
+    const earlier = Array.isArray(runtime.real_tool_results) ? runtime.real_tool_results : [];
+    const real = [...earlier, ...body.tool_calls];
     await engine.setState(
       record.id,
       { ...state, runtime_state: { ...runtime, real_tool_results: real } },
@@ -267,6 +313,179 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   return app;
 }
 
+const SIMULATOR_NAMES = ["code", "llm", "schema", "proxy"];
+const POLICY_KEYS = ["read", "write", "unknown", "default"];
+
+/** A replay policy from a request: a simulator name, or one by effect and by tool. */
+function checkedPolicy(value: unknown): SimulatorPolicy {
+  const wrong = (detail: string) =>
+    new TerrariumError(
+      "INVALID_INPUT",
+      `${detail}; the body must name a simulator policy: {"simulator": "schema"} or {"simulator": {"write": "llm", "tools": {"<tool>": "code"}}} (simulators: auto, ${SIMULATOR_NAMES.join(", ")})`,
+    );
+  if (typeof value === "string") {
+    if (value === "auto" || SIMULATOR_NAMES.includes(value)) return value as SimulatorPolicy;
+    throw wrong(`unknown simulator ${shortJson(value)}`);
+  }
+  if (!isObject(value)) throw wrong(`"simulator" is ${shortJson(value)}`);
+  for (const [key, name] of Object.entries(value)) {
+    if (key === "tools") {
+      if (!isObject(name)) throw wrong(`"simulator.tools" must be an object`);
+      for (const [tool, toolName] of Object.entries(name))
+        if (typeof toolName !== "string" || !SIMULATOR_NAMES.includes(toolName))
+          throw wrong(`"simulator.tools.${tool}" is ${shortJson(toolName)}`);
+    } else if (!POLICY_KEYS.includes(key)) {
+      throw wrong(`"simulator" has an unknown key ${shortJson(key)}`);
+    } else if (typeof name !== "string" || !SIMULATOR_NAMES.includes(name)) {
+      throw wrong(`"simulator.${key}" is ${shortJson(name)}`);
+    }
+  }
+  return value as SimulatorPolicy;
+}
+
+const SNAPSHOT_REASONS = ["initial", "step", "set", "reset", "fork", "real"];
+const CALL_STATUSES = ["ok", "invalid", "tool_error", "error"];
+
+/**
+ * An import document checked field by field before the engine stores anything, so a bogus document is a
+ * 400 naming the field instead of a half-imported session. `session.owner` is dropped: the caller's
+ * token, never the document, decides who owns the import.
+ */
+function checkedExport(document: Record<string, unknown>): SessionExport {
+  const fail = (pointer: string, expected: string) =>
+    new TerrariumError("INVALID_INPUT", `not a terrarium session export: ${pointer} must be ${expected}`);
+  if (document.schemaVersion !== SESSION_SCHEMA_VERSION)
+    throw fail("/schemaVersion", String(SESSION_SCHEMA_VERSION));
+  const session = document.session;
+  if (!isObject(session)) throw fail("/session", "an object");
+  for (const key of ["id", "createdAt", "seed"] as const)
+    if (typeof session[key] !== "string") throw fail(`/session/${key}`, "a string");
+  if (session.metadata !== undefined && !isObject(session.metadata))
+    throw fail("/session/metadata", "an object");
+  const parent = session.parent;
+  if (
+    parent !== undefined &&
+    !(isObject(parent) && typeof parent.session === "string" && isIndex(parent.snapshot))
+  )
+    throw fail("/session/parent", '{"session": string, "snapshot": integer}');
+  const snapshots = document.snapshots;
+  if (!Array.isArray(snapshots) || snapshots.length === 0) throw fail("/snapshots", "a non-empty array");
+  snapshots.forEach((snapshot: unknown, index) => {
+    const at = `/snapshots/${index}`;
+    if (!isObject(snapshot)) throw fail(at, "an object");
+    if (snapshot.index !== index) throw fail(`${at}/index`, String(index));
+    if (typeof snapshot.at !== "string") throw fail(`${at}/at`, "a string");
+    if (!SNAPSHOT_REASONS.includes(snapshot.reason as string))
+      throw fail(`${at}/reason`, `one of ${SNAPSHOT_REASONS.join(", ")}`);
+    if (!isObject(snapshot.state)) throw fail(`${at}/state`, "an object");
+  });
+  const history = document.history;
+  if (!Array.isArray(history)) throw fail("/history", "an array");
+  let lastClaimed = 0;
+  history.forEach((entry: unknown, index) => {
+    const at = `/history/${index}`;
+    if (!isObject(entry)) throw fail(at, "an object");
+    if (entry.index !== index) throw fail(`${at}/index`, String(index));
+    if (typeof entry.at !== "string") throw fail(`${at}/at`, "a string");
+    if (!isObject(entry.request) || typeof entry.request.name !== "string")
+      throw fail(`${at}/request`, '{"name": string, "arguments": ...}');
+    const result = entry.result;
+    if (
+      !isObject(result) ||
+      !CALL_STATUSES.includes(result.status as string) ||
+      !Array.isArray(result.changes) ||
+      !Array.isArray(result.errors)
+    )
+      throw fail(`${at}/result`, '{"status", "observation", "changes": [], "errors": []}');
+    if (typeof entry.simulator !== "string") throw fail(`${at}/simulator`, "a string");
+    if (entry.usage !== undefined && !isObject(entry.usage)) throw fail(`${at}/usage`, "an object");
+    if (entry.snapshot !== undefined) {
+      // Calls' snapshots exist and follow each other in the order of the calls (the import replays them so).
+      const snapshot = entry.snapshot;
+      if (!isIndex(snapshot) || snapshot <= lastClaimed || snapshot >= snapshots.length)
+        throw fail(
+          `${at}/snapshot`,
+          `the index of a snapshot after ${lastClaimed} (at most ${snapshots.length - 1})`,
+        );
+      lastClaimed = snapshot;
+    }
+  });
+  const { owner: _ignored, ...ownerless } = session;
+  return { ...document, session: ownerless } as unknown as SessionExport;
+}
+
+function isIndex(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** States are JSON objects (an environment's or a task's document). */
+function requireObjectState(value: unknown, what: string): Record<string, unknown> {
+  if (!isObject(value))
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `${what} must be a JSON object (a state), got ${shortJson(value)}`,
+    );
+  return value;
+}
+
+/** A value for an error message, never longer than a line. */
+function shortJson(value: unknown): string {
+  let text: string;
+  try {
+    text = value === undefined ? "nothing" : JSON.stringify(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+/** Reads and drops up to `limit` bytes of a body nobody will use. */
+async function drain(body: ReadableStream<Uint8Array> | null, limit: number): Promise<void> {
+  if (!body) return;
+  const reader = body.getReader();
+  let seen = 0;
+  try {
+    while (seen <= limit) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      seen += value.length;
+    }
+    await reader.cancel();
+  } catch {
+    // The client went away: nothing to answer.
+  }
+}
+
+/** The body as text, or why not: larger than `max` bytes (the rest is drained), or not UTF-8. */
+async function readLimited(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<string | "too-large" | "not-utf8"> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      reader.releaseLock();
+      await drain(body, max * DRAIN_FACTOR);
+      return "too-large";
+    }
+    chunks.push(value);
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    return "not-utf8";
+  }
+}
+
 function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex").slice(0, 32);
 }
@@ -292,7 +511,8 @@ async function toolArguments(c: Context<Env>, tool: Tool): Promise<Record<string
           : parameter.in === "header"
             ? c.req.header(parameter.name)
             : undefined;
-    if (raw !== undefined) args[parameter.name] = coerce(raw, properties[parameter.name]?.type);
+    if (raw !== undefined)
+      args[parameter.name] = coerce(raw, properties[parameter.name]?.type, parameter.name);
   }
   if (http.body === "merged") Object.assign(args, await jsonBody(c, true));
   else if (http.body === "argument" && http.bodyArgument) {
@@ -303,20 +523,18 @@ async function toolArguments(c: Context<Env>, tool: Tool): Promise<Record<string
 }
 
 /** Path and query parameters arrive as text; the schema says what they are. */
-function coerce(raw: string, type: unknown): unknown {
+function coerce(raw: string, type: unknown, name: string): unknown {
   const types = Array.isArray(type) ? type : [type];
-  if (
-    (types.includes("integer") || types.includes("number")) &&
-    raw.trim() !== "" &&
-    !Number.isNaN(Number(raw))
-  )
-    return Number(raw);
+  if (types.includes("integer") || types.includes("number")) {
+    const number = numberFromParameter(raw, name);
+    if (typeof number === "number") return number;
+  }
   if (types.includes("boolean") && (raw === "true" || raw === "false")) return raw === "true";
   return raw;
 }
 
 async function jsonValue(c: Context<Env>, optional = false): Promise<unknown> {
-  const text = await c.req.text();
+  const text = c.get("body") ?? "";
   if (text.trim() === "") {
     if (optional) return undefined;
     throw new TerrariumError("INVALID_INPUT", "the request needs a JSON body");
@@ -328,11 +546,7 @@ async function jsonValue(c: Context<Env>, optional = false): Promise<unknown> {
       `the body must be JSON (Content-Type: application/json), not ${type}`,
     );
   }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new TerrariumError("INVALID_INPUT", `the body is not valid JSON: ${(error as Error).message}`);
-  }
+  return parseJsonText(text, c.get("maxDepth"));
 }
 
 async function jsonBody(c: Context<Env>, optional = false): Promise<Record<string, unknown>> {

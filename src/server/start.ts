@@ -135,8 +135,14 @@ export async function startServer(
       : {}),
   });
   const host = options.host ?? "127.0.0.1";
-  return new Promise((resolve) => {
-    const server = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname: host }, (info) => {
+  const port = options.port ?? 8080;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    await engine.close();
+    throw new TerrariumError("INVALID_INPUT", `the port must be an integer from 0 to 65535, got ${port}`);
+  }
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
+      server.off("error", failed);
       resolve({
         url: `http://${host}:${info.port}`,
         engine,
@@ -153,5 +159,22 @@ export async function startServer(
           }),
       });
     });
+    // Listening can fail (port taken, no permission, unknown address): one sentence, and nothing left open.
+    const failed = (error: NodeJS.ErrnoException) => {
+      const where = `${host}:${port}`;
+      const reason =
+        error.code === "EADDRINUSE"
+          ? `port ${port} on ${host} is already in use; stop what holds it or choose another with --port`
+          : error.code === "EACCES"
+            ? `no permission to listen on ${where}; choose a port above 1023 with --port`
+            : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND"
+              ? `cannot listen on ${where}: ${host} is not an address of this machine (--host)`
+              : `cannot listen on ${where}: ${error.message}`;
+      void engine
+        .close()
+        .then(() => models?.close())
+        .finally(() => reject(new TerrariumError("INVALID_INPUT", reason, { cause: error })));
+    };
+    server.once("error", failed);
   });
 }
