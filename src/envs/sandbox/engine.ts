@@ -63,6 +63,23 @@ export type StopReason =
   | "unsettled"
   | "engine";
 
+/**
+ * What one run produced, before it is read: plain strings and flags only, so that it can cross from a
+ * worker thread to the host without carrying any object the guest shaped (see classify).
+ */
+export type RawOutcome =
+  | {
+      kind: "ran";
+      /** The prelude's JSON report, when the call ended with one. */
+      text?: string;
+      timedOut: boolean;
+      memory: boolean;
+      settled: boolean;
+      rejection?: { message: string; detailsText?: string };
+    }
+  /** The engine itself failed (host stack overflow, an abort); the module was dropped. */
+  | { kind: "failed"; reason: "stack" | "engine" | "memory"; detail: string };
+
 export type GuestOutcome =
   | { kind: "returned"; observation: unknown; state: unknown }
   /** The tool rejected the call with ctx.fail. */
@@ -113,7 +130,9 @@ export class SandboxEngine {
       importModuleLoader: async () => {
         const loader = unwrapDefault(await RELEASE_SYNC.importModuleLoader());
         return async (options) => {
-          emscripten = await loader({ ...options, wasmMemory: heap.memory });
+          // printErr: an abort's message is reported with the outcome, not printed to the host's stderr.
+          const quiet = { ...options, wasmMemory: heap.memory, print: () => {}, printErr: () => {} };
+          emscripten = await loader(quiet as typeof options);
           return emscripten;
         };
       },
@@ -126,14 +145,21 @@ export class SandboxEngine {
 
   /** Runs one tool call in a fresh runtime and context. Never throws for anything the guest does. */
   run(request: GuestRequest, host: GuestHost, limits: GuestLimits): GuestOutcome {
+    return classify(this.execute(request, host, limits));
+  }
+
+  /** Like run, but answers with the unread outcome (what a worker thread sends back to the host). */
+  execute(request: GuestRequest, host: GuestHost, limits: GuestLimits): RawOutcome {
     try {
       return this.runInFreshContext(request, host, limits);
     } catch (error) {
       this.discard();
       const overflow = error instanceof RangeError && /call stack/i.test(error.message);
       return {
-        kind: "stopped",
-        reason: overflow ? "stack" : "engine",
+        kind: "failed",
+        // An abort after the memory cap refused to grow is QuickJS failing on its out-of-memory path:
+        // for the tool's author that is the memory limit, not an engine failure.
+        reason: overflow ? "stack" : this.heap.tripped ? "memory" : "engine",
         detail: error instanceof Error ? error.message : String(error),
       };
     }
@@ -149,7 +175,7 @@ export class SandboxEngine {
     }
   }
 
-  private runInFreshContext(request: GuestRequest, host: GuestHost, limits: GuestLimits): GuestOutcome {
+  private runInFreshContext(request: GuestRequest, host: GuestHost, limits: GuestLimits): RawOutcome {
     const scope = new Scope();
     let healthy = false;
     let release: (() => void) | undefined;
@@ -164,7 +190,7 @@ export class SandboxEngine {
         return true;
       });
       const context = scope.manage(runtime.newContext());
-      let rejection: { message: string; details?: Record<string, unknown> } | undefined;
+      let rejection: { message: string; detailsText?: string } | undefined;
       const hostObject = scope.manage(context.newObject());
       const expose = (name: string, body: (...args: QuickJSHandle[]) => QuickJSHandle | undefined) => {
         const fn = scope.manage(
@@ -186,10 +212,9 @@ export class SandboxEngine {
         rejection = {
           message: message && context.typeof(message) === "string" ? context.getString(message) : "rejected",
         };
-        const parsed =
-          details && context.typeof(details) === "string" ? parseJson(context.getString(details)) : undefined;
-        if (parsed?.ok)
-          rejection.details = isPlainObject(parsed.value) ? parsed.value : { details: parsed.value };
+        // Read as text here and parsed by classify, on the host's side.
+        if (details && context.typeof(details) === "string")
+          rejection.detailsText = context.getString(details);
         return undefined;
       });
 
@@ -241,12 +266,20 @@ export class SandboxEngine {
       // Read only once the cap is lifted: copying the answer out must not be what runs out of memory.
       const text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
 
-      const outcome = classify(
-        text,
-        { timedOut, memory: this.heap.tripped || escapedNull, settled },
-        rejection,
-      );
-      healthy = true;
+      const memory = this.heap.tripped || escapedNull;
+      const outcome: RawOutcome = {
+        kind: "ran",
+        ...(text !== undefined ? { text } : {}),
+        timedOut,
+        memory,
+        settled,
+        ...(rejection ? { rejection } : {}),
+      };
+      // After running out of memory QuickJS can leave objects it never frees (an endless promise chain
+      // does), and freeing the runtime then aborts on an assertion. The module is dropped instead: the
+      // next call loads a fresh one (a few milliseconds) and this heap goes with the old one.
+      if (memory) this.discard();
+      else healthy = true;
       return outcome;
     } finally {
       release?.();
@@ -256,15 +289,30 @@ export class SandboxEngine {
   }
 }
 
-function classify(
-  text: string | undefined,
-  flags: { timedOut: boolean; memory: boolean; settled: boolean },
-  rejection: { message: string; details?: Record<string, unknown> } | undefined,
-): GuestOutcome {
-  if (flags.timedOut) return { kind: "stopped", reason: "time" };
-  if (flags.memory) return { kind: "stopped", reason: "memory" };
-  if (rejection) return { kind: "rejected", ...rejection };
-  if (!flags.settled) return { kind: "stopped", reason: "unsettled" };
+/**
+ * Reads a raw outcome. It runs on the host's side: the report is parsed here with JSON.parse, which
+ * makes every key (also "__proto__") an own data property, so nothing the guest wrote can reach a
+ * prototype of the host.
+ */
+export function classify(raw: RawOutcome): GuestOutcome {
+  if (raw.kind === "failed") {
+    return raw.reason === "memory"
+      ? { kind: "stopped", reason: "memory" }
+      : { kind: "stopped", reason: raw.reason, detail: raw.detail };
+  }
+  const { text } = raw;
+  if (raw.timedOut) return { kind: "stopped", reason: "time" };
+  if (raw.memory) return { kind: "stopped", reason: "memory" };
+  if (raw.rejection) {
+    const rejection: { message: string; details?: Record<string, unknown> } = {
+      message: raw.rejection.message,
+    };
+    const parsed = raw.rejection.detailsText !== undefined ? parseJson(raw.rejection.detailsText) : undefined;
+    if (parsed?.ok)
+      rejection.details = isPlainObject(parsed.value) ? parsed.value : { details: parsed.value };
+    return { kind: "rejected", ...rejection };
+  }
+  if (!raw.settled) return { kind: "stopped", reason: "unsettled" };
   if (text === undefined)
     return { kind: "stopped", reason: "bad-output", detail: "the call ended without a result" };
   const parsed = parseJson(text);

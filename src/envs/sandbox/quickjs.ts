@@ -229,12 +229,25 @@ function stopMessage(outcome: Extract<GuestOutcome, { kind: "stopped" }>, limits
   }
 }
 
-/** Makes `target` hold exactly the properties of `source` (own data properties, "__proto__" included). */
+/**
+ * Makes the draft hold exactly the properties of `source`. The draft is defineEnvironment's copy-on-write
+ * view of a null-prototype state, so plain assignment stores "__proto__" as an own key; keys whose text is
+ * unchanged are left alone, so the new state shares them with the old one.
+ */
 function replaceContents(target: JsonObject, source: JsonObject): void {
-  for (const key of Object.keys(target)) delete target[key];
-  for (const [key, value] of Object.entries(source)) {
-    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  for (const key of Object.keys(target)) {
+    if (!Object.hasOwn(source, key)) delete target[key];
   }
+  for (const [key, value] of Object.entries(source)) {
+    if (Object.hasOwn(target, key) && sameJson(target[key], value)) continue;
+    target[key] = value;
+  }
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 function requireObjectState(state: unknown): void {
