@@ -189,9 +189,12 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     const replayed = await engine.replay(record.id, policy);
     return c.json({ id: replayed.session.id, outcomes: replayed.outcomes }, 201);
   });
-  app.get("/sessions/:id/export", async (c) =>
-    c.json(await engine.exportSession((await sessionOf(c, c.req.param("id"))).id)),
-  );
+  app.get("/sessions/:id/export", async (c) => {
+    const exported = await engine.exportSession((await sessionOf(c, c.req.param("id"))).id);
+    // Exports travel: they never carry the token hash that owns the session.
+    const { owner: _owner, ...session } = exported.session;
+    return c.json({ ...exported, session });
+  });
   app.post("/sessions/:id/calls", async (c) => {
     const record = await sessionOf(c, c.req.param("id"));
     const body = await jsonBody(c);

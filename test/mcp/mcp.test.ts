@@ -4,7 +4,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadToolSources } from "../../src/mcp/index.js";
-import { startServer } from "../../src/server/index.js";
+import { buildEngine, createApp, startServer } from "../../src/server/index.js";
 import { cli } from "../helpers/cli.js";
 
 /** Simulated tools over MCP, exercised with the official MCP client over stdio and streamable HTTP. */
@@ -104,4 +104,130 @@ describe("MCP", () => {
     const listed = await cli(["tools", "list", `mcp+stdio:${stdioCommand}`, "--json"]);
     expect(JSON.parse(listed.stdout).tools).toHaveLength(6);
   }, 30_000);
+});
+
+describe("MCP over HTTP treats every request as hostile", () => {
+  const servers: Array<Awaited<ReturnType<typeof startServer>>> = [];
+  afterAll(() => Promise.all(servers.map((server) => server.close())));
+  const MCP_HEADERS = { accept: "application/json, text/event-stream", "content-type": "application/json" };
+  const rpc = (url: string, body: unknown, headers: Record<string, string> = {}, method = "POST") =>
+    fetch(`${url}/mcp`, {
+      method,
+      headers: { ...MCP_HEADERS, ...headers },
+      ...(method === "POST" ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+    });
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  };
+  const connect = async (url: string, token?: string) => {
+    const client = new Client({ name: "test", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+      ...(token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {}),
+    });
+    await client.connect(transport);
+    return { client, transport };
+  };
+  const balance = async (client: Client) => {
+    const result = await client.callTool({ name: "get_account", arguments: { account_id: "ACC-1001" } });
+    return JSON.parse((result.content as Array<{ text: string }>)[0]?.text ?? "").balance as number;
+  };
+
+  it("an MCP session belongs to the token that initialised it: another token cannot use its id", async () => {
+    const server = await startServer({ sources: ["bank"], port: 0, seed: "1", tokens: ["alpha", "beta"] });
+    servers.push(server);
+    const a = await connect(server.url, "alpha");
+    try {
+      const stolen = a.transport.sessionId as string;
+      expect(stolen).toMatch(/^[0-9a-f-]{36}$/);
+      const hijack = await rpc(
+        server.url,
+        { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "transfer", arguments: transfer } },
+        { authorization: "Bearer beta", "mcp-session-id": stolen },
+      );
+      expect(hijack.status).toBe(404);
+      expect(await hijack.json()).toEqual({
+        jsonrpc: "2.0",
+        error: { code: -32001, message: `no MCP session ${stolen}; initialize a new one` },
+        id: null,
+      });
+      // Nor can beta end it.
+      const ended = await rpc(
+        server.url,
+        undefined,
+        { authorization: "Bearer beta", "mcp-session-id": stolen },
+        "DELETE",
+      );
+      expect(ended.status).toBe(404);
+      expect(await balance(a.client)).toBe(2500);
+      // Without a token the request never reaches MCP.
+      expect((await rpc(server.url, initialize)).status).toBe(401);
+    } finally {
+      await a.client.close();
+    }
+  });
+
+  it("rejected requests create no engine sessions; initialize creates one, DELETE /mcp deletes it", async () => {
+    const server = await startServer({ sources: ["bank"], port: 0, seed: "1" });
+    servers.push(server);
+    const stored = async () => (await server.engine.store.listSessions()).length;
+    for (let i = 0; i < 200; i++) expect((await fetch(`${server.url}/mcp`)).status).toBe(400);
+    expect((await rpc(server.url, { jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(400);
+    expect((await rpc(server.url, { ...initialize, params: { nonsense: true } })).status).toBe(400);
+    expect((await rpc(server.url, "{broken")).status).toBe(400);
+    expect((await rpc(server.url, initialize, { accept: "text/html" })).status).toBe(406);
+    expect((await rpc(server.url, initialize, { "mcp-session-id": "made-up" })).status).toBe(404);
+    expect(await stored()).toBe(0);
+    const a = await connect(server.url);
+    expect(await stored()).toBe(0 + 1);
+    const [record] = await server.engine.store.listSessions();
+    expect(record?.metadata).toEqual({ mcpSession: a.transport.sessionId });
+    await a.client.callTool({ name: "transfer", arguments: transfer });
+    expect(await balance(a.client)).toBe(2475);
+    await a.transport.terminateSession();
+    expect(await stored()).toBe(0);
+    await a.client.close();
+  });
+
+  it("live MCP sessions are capped: past the limit a new initialize gets a 503 until one ends", async () => {
+    const { engine } = await buildEngine({ sources: ["bank"], seed: "1" });
+    const app = createApp(engine, { mcp: { maxSessions: 2 } });
+    const init = () =>
+      app.request("/mcp", { method: "POST", headers: MCP_HEADERS, body: JSON.stringify(initialize) });
+    const first = await init();
+    expect(first.status).toBe(200);
+    expect((await init()).status).toBe(200);
+    const refused = await init();
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({
+      jsonrpc: "2.0",
+      error: {
+        code: -32000,
+        message: "too many MCP sessions (limit 2); end unused ones with DELETE /mcp and try again",
+      },
+      id: null,
+    });
+    expect(await engine.store.listSessions()).toHaveLength(2);
+    const id = first.headers.get("mcp-session-id") as string;
+    const ended = await app.request("/mcp", { method: "DELETE", headers: { "mcp-session-id": id } });
+    expect(ended.status).toBe(200);
+    expect(await engine.store.listSessions()).toHaveLength(1);
+    expect((await init()).status).toBe(200);
+    // Idle sessions are reclaimed (with their engine sessions) when room is needed.
+    const eager = createApp(engine, { mcp: { maxSessions: 1, idleMs: 0 } });
+    const again = () =>
+      eager.request("/mcp", { method: "POST", headers: MCP_HEADERS, body: JSON.stringify(initialize) });
+    const old = await again();
+    expect((await again()).status).toBe(200);
+    const stale = await eager.request("/mcp", {
+      method: "POST",
+      headers: { ...MCP_HEADERS, "mcp-session-id": old.headers.get("mcp-session-id") as string },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(stale.status).toBe(404);
+    expect(await engine.store.listSessions()).toHaveLength(3);
+    await engine.close();
+  });
 });
