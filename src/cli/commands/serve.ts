@@ -48,7 +48,12 @@ export function registerServeCommand(program: Command, io: CliIo): void {
     )
     .option("--state <file>", "initial state of new sessions (JSON or YAML)")
     .option("--simulator <name>", `simulator for every tool: ${SIMULATORS.join(", ")}`, "auto")
-    .option("--port <port>", "port to listen on", (value) => Number.parseInt(value, 10), 8080)
+    .option(
+      "--port <port>",
+      "port to listen on",
+      (value) => (/^\d+$/.test(value) ? Number(value) : Number.NaN),
+      8080,
+    )
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--db <file>", "keep sessions in this SQLite file (default: in memory)")
     .option(
@@ -80,6 +85,9 @@ Examples:
 `,
     )
     .action(async (sources: string[], options: ServeCliOptions, command: Command) => {
+      if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
+        throw new TerrariumError("INVALID_INPUT", "--port must be an integer from 0 to 65535");
+      }
       if (!SIMULATORS.includes(options.simulator)) {
         throw new TerrariumError("INVALID_INPUT", `--simulator must be one of ${SIMULATORS.join(", ")}`);
       }
