@@ -122,10 +122,20 @@ describe("Python environments through the bridge", () => {
     await b.step({ name: "move", arguments: { sku: "A1", source: "north", target: "south", quantity: 1 } });
     const bins = async (i: typeof a) => ((await i.state()) as any).warehouses.north.bins.A1;
     expect([await bins(a), await bins(b)]).toEqual([9, 8]);
-    const recorded = { warehouses: { east: { bins: { Z9: 5 }, tags: [] } }, orders: {}, next_order: 40 };
+    const recorded = {
+      ...((await a.state()) as object),
+      warehouses: { east: { bins: { Z9: 5 }, tags: [] } },
+      next_order: 40,
+    };
     const c = await env.create({ state: recorded });
+    expect(await c.state()).toEqual(recorded);
     const order = await c.step({ name: "place_order", arguments: { sku: "Z9", quantity: 1 } });
     expect(order.observation).toBe("O40");
+    // A state the class cannot be built at (its constructor sets "opened" itself) is refused, not guessed.
+    const partial = { warehouses: { east: { bins: { Z9: 5 }, tags: [] } }, orders: {}, next_order: 40 };
+    await expect(env.create({ state: partial })).rejects.toThrow(
+      /^WarehouseEnv cannot start from this state: built with it as its config, it has \/opened, which the state lacks/,
+    );
   });
 
   it("stops a call that runs past the time limit, restores the state and goes on", async () => {

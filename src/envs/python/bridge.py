@@ -1,8 +1,12 @@
 """terrarium's Python bridge: hosts environment classes and runs their methods for the TypeScript side.
 
-Protocol: one JSON object per line on stdin, one JSON answer per line on stdout. The real stdout is kept
-for the protocol; environment code that prints writes to stderr instead, so it cannot corrupt a reply.
-Standard library only.
+Protocol: one JSON object per line on stdin, one JSON answer per line on stdout. At start the bridge moves
+the protocol to private copies of those descriptors and points file descriptors 0 and 1 at /dev/null and
+stderr, so environment code (print, sys.stdout.write, os.write(1, ...), child processes, input()) can
+neither corrupt a reply nor read a request. Standard library only.
+
+Optional class methods: get_state() returns the state (instead of the public attributes) and
+set_state(state) restores it; with both, an instance can be placed at any recorded state.
 """
 
 import copy
@@ -17,6 +21,7 @@ import io
 import json
 import math
 import os
+import pickle
 import random
 import re
 import sys
@@ -24,26 +29,68 @@ import traceback
 import types
 import typing
 
-PROTOCOL = sys.stdout
-sys.stdout = sys.stderr  # anything environment code prints goes to stderr
+def take_protocol_channel():
+    """Private copies of stdin/stdout for the protocol; fds 0 and 1 become /dev/null and stderr."""
+    sys.stdout.flush()
+    reader = os.fdopen(os.dup(0), "rb", buffering=0)
+    writer = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdin = open(os.devnull, "r")
+    sys.stdout = sys.stderr
+    return reader, writer
+
+
+PROTOCOL_IN, PROTOCOL = take_protocol_channel()
+
+# Integers beyond this are not exact as JSON numbers once JavaScript reads them (IEEE doubles).
+MAX_SAFE_INTEGER = 2 ** 53 - 1
 
 CLASSES = {}    # env key -> class
+CAPABILITIES = {}  # env key -> {"getState": bool, "setState": bool}
+INSTANCE_ENV = {}  # instance id -> env key
 INSTANCES = {}  # instance id -> object
 STATE_ATTRS = {}  # instance id -> list of attribute names, or None for all public attributes
 
 
+class Unrepresentable(Exception):
+    """A value JSON (as JavaScript reads it) cannot hold exactly; refused rather than silently changed."""
+
+    def __init__(self, path, what, why):
+        super().__init__("%s at %s cannot be sent as JSON exactly: %s" % (what, path or "/", why))
+
+
 def to_json(value, path="", ancestors=None):
-    """A JSON-ready copy of a Python value: objects become their public attributes, cycles become refs."""
+    """A JSON-ready copy of a Python value: objects become their public attributes, cycles become refs.
+
+    Numbers that would change on the way (integers beyond 2**53 - 1, inf, nan, decimals with more digits
+    than a double) raise Unrepresentable instead.
+    """
     if ancestors is None:
         ancestors = {}
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
-        return value
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise Unrepresentable(path, "the integer %s" % shorten(str(value)),
+                                  "JSON numbers hold integers exactly only up to 2**53 - 1 (JavaScript reads "
+                                  "them as doubles); return it as a string")
+        return int(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
+        if not math.isfinite(value):
+            raise Unrepresentable(path, "the float %s" % value,
+                                  "JSON has no infinity or NaN; return a string or None")
+        return value
     if isinstance(value, decimal.Decimal):
-        return float(value) if value.is_finite() else str(value)
+        if not value.is_finite():
+            raise Unrepresentable(path, "the decimal %s" % value, "JSON has no infinity or NaN")
+        as_float = float(value)
+        if decimal.Decimal(repr(as_float)) != value:
+            raise Unrepresentable(path, "the decimal %s" % shorten(str(value)),
+                                  "it has more digits than a JSON number keeps; return it as a string")
+        return as_float
     if isinstance(value, enum.Enum):
         return to_json(value.value, path, ancestors)
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
@@ -85,8 +132,20 @@ def escape(token):
     return token.replace("~", "~0").replace("/", "~1")
 
 
+def shorten(text):
+    return text if len(text) <= 40 else text[:18] + "..." + text[-18:]
+
+
+def instance(instance_id):
+    if instance_id not in INSTANCES:
+        raise LookupError("no instance %r in this bridge" % instance_id)
+    return INSTANCES[instance_id]
+
+
 def state_of(instance_id):
-    obj = INSTANCES[instance_id]
+    obj = instance(instance_id)
+    if CAPABILITIES.get(INSTANCE_ENV.get(instance_id), {}).get("getState"):
+        return to_json(obj.get_state())
     names = STATE_ATTRS.get(instance_id)
     attrs = vars(obj)
     if names is None:
@@ -161,10 +220,13 @@ def doc_sections(doc):
     return summary, params
 
 
+STATE_METHODS = ("get_state", "set_state")
+
+
 def tools_of(cls):
     tools = []
     for name, member in inspect.getmembers(cls, predicate=inspect.isfunction):
-        if name.startswith("_"):
+        if name.startswith("_") or name in STATE_METHODS:
             continue
         signature = inspect.signature(member)
         summary, param_docs = doc_sections(member.__doc__)
@@ -199,25 +261,42 @@ def tools_of(cls):
 def op_load(message):
     module, cls = load_class(message)
     CLASSES[message["env"]] = cls
+    capabilities = {
+        "getState": callable(getattr(cls, "get_state", None)),
+        "setState": callable(getattr(cls, "set_state", None)),
+    }
+    CAPABILITIES[message["env"]] = capabilities
     try:
         source = inspect.getsource(module)
     except (OSError, TypeError):
         source = ""
-    return {"tools": tools_of(cls), "source": source, "doc": inspect.cleandoc(cls.__doc__ or "")}
+    return {
+        "tools": tools_of(cls),
+        "source": source,
+        "doc": inspect.cleandoc(cls.__doc__ or ""),
+        "capabilities": capabilities,
+    }
 
 
 def op_create(message):
     cls = CLASSES[message["env"]]
     init = message.get("init") or {}
     method = init.get("method", "__init__")
+    has_config = "config" in init and init["config"] is not None
     config = init.get("config")
     if method == "__init__":
-        obj = cls(config) if config is not None else cls()
+        obj = cls(config) if has_config else cls()
     else:
         obj = cls()
-        getattr(obj, method)(config) if config is not None else getattr(obj, method)()
+        getattr(obj, method)(config) if has_config else getattr(obj, method)()
     INSTANCES[message["instance"]] = obj
+    INSTANCE_ENV[message["instance"]] = message["env"]
     STATE_ATTRS[message["instance"]] = message.get("stateAttrs")
+    return {"state": state_of(message["instance"])}
+
+
+def op_set_state(message):
+    instance(message["instance"]).set_state(message["state"])
     return {"state": state_of(message["instance"])}
 
 
@@ -231,25 +310,66 @@ def failed_result(result):
     return False
 
 
+def snapshot(obj):
+    """A way back to obj as it is now: pickled bytes (cheapest), a deep copy, or None if neither works."""
+    try:
+        return ("pickle", pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        pass
+    try:
+        return ("copy", copy.deepcopy(obj))
+    except Exception:
+        return None
+
+
+def restore(instance_id, saved):
+    """Puts the instance back as it was before a failed call; False when there was no snapshot."""
+    if saved is None:
+        return False
+    kind, data = saved
+    try:
+        INSTANCES[instance_id] = pickle.loads(data) if kind == "pickle" else data
+        return True
+    except Exception:
+        return False
+
+
 def op_call(message):
     instance_id = message["instance"]
-    obj = INSTANCES[instance_id]
+    obj = instance(instance_id)
     method = getattr(obj, message["name"], None)
-    if method is None or message["name"].startswith("_") or not callable(method):
-        return {"ok": False, "error": "no tool named %r" % message["name"], "state": state_of(instance_id)}
+    if (method is None or message["name"].startswith("_") or message["name"] in STATE_METHODS
+            or not callable(method)):
+        return {"ok": False, "error": "no tool named %r" % message["name"], "state": state_of(instance_id),
+                "restored": True}
     if message.get("seed") is not None:
-        # Seeded runs (and replays after a crash) see the same random numbers.
+        # Seeded runs (and replays after a crash or a rebuild) see the same random numbers.
         random.seed(message["seed"])
+    # A failed call must leave the instance exactly as it was, whatever it mutated before failing.
+    saved = snapshot(obj)
     try:
         result = method(**(message.get("arguments") or {}))
-    except Exception:
-        return {"ok": False, "error": traceback.format_exc(), "state": state_of(instance_id)}
-    return {
-        "ok": not failed_result(result),
-        "result": to_json(result),
-        "text": str(result),
-        "state": state_of(instance_id),
-    }
+    except BaseException:  # SystemExit from tool code is a failed call too, not the end of the bridge
+        error = traceback.format_exc()
+        restored = restore(instance_id, saved)
+        return {"ok": False, "error": error, "state": state_of(instance_id) if restored else None,
+                "restored": restored}
+    part = "result"
+    try:
+        result_json = to_json(result)
+        part = "state"
+        state_json = state_of(instance_id)
+    except Unrepresentable as problem:
+        restored = restore(instance_id, saved)
+        return {"ok": False, "error": "the call's %s was refused: %s" % (part, problem),
+                "state": state_of(instance_id) if restored else None, "restored": restored}
+    reply = {"ok": not failed_result(result), "result": result_json, "text": str(result), "state": state_json}
+    if not reply["ok"]:
+        # A returned failure is a failed step too: whatever the method changed before returning is undone.
+        reply["restored"] = restore(instance_id, saved)
+        if reply["restored"]:
+            reply["state"] = state_of(instance_id)
+    return reply
 
 
 def op_state(message):
@@ -257,14 +377,16 @@ def op_state(message):
 
 
 def op_fork(message):
-    INSTANCES[message["new"]] = copy.deepcopy(INSTANCES[message["instance"]])
+    INSTANCES[message["new"]] = copy.deepcopy(instance(message["instance"]))
     STATE_ATTRS[message["new"]] = STATE_ATTRS.get(message["instance"])
+    INSTANCE_ENV[message["new"]] = INSTANCE_ENV.get(message["instance"])
     return {"state": state_of(message["new"])}
 
 
 def op_dispose(message):
     INSTANCES.pop(message["instance"], None)
     STATE_ATTRS.pop(message["instance"], None)
+    INSTANCE_ENV.pop(message["instance"], None)
     return {}
 
 
@@ -276,6 +398,7 @@ OPERATIONS = {
     "ping": lambda message: {"pid": os.getpid()},
     "load": op_load,
     "create": op_create,
+    "set_state": op_set_state,
     "call": op_call,
     "state": op_state,
     "fork": op_fork,
@@ -285,16 +408,17 @@ OPERATIONS = {
 
 
 def main():
-    for line in io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"):
+    for line in io.TextIOWrapper(PROTOCOL_IN, encoding="utf-8"):
         if not line.strip():
             continue
         message = json.loads(line)
         try:
             reply = OPERATIONS[message["op"]](message)
             reply["id"] = message["id"]
+            text = json.dumps(reply, default=str, allow_nan=False)
         except Exception:
-            reply = {"id": message.get("id"), "failure": traceback.format_exc()}
-        PROTOCOL.write(json.dumps(reply, default=str) + "\n")
+            text = json.dumps({"id": message.get("id"), "failure": traceback.format_exc()})
+        PROTOCOL.write(text + "\n")
         PROTOCOL.flush()
 
 

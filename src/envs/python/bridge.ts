@@ -32,9 +32,9 @@ export class BridgeTimeout extends Error {}
 
 /**
  * One long-lived `python3` process speaking JSON lines. Requests are answered in order; a request that
- * runs past its time limit kills the process (the only way to stop running Python code). The owner is
- * told through `onRestartNeeded`-style checks: after a death, `alive` is false and the next `start()`
- * begins a fresh process.
+ * runs past its time limit kills the process (the only way to stop running Python code). After a death,
+ * `alive` is false and the next request starts a fresh process with a new `generation`, so owners can
+ * tell that their objects in Python are gone and rebuild them.
  */
 export class PythonProcess {
   private child: ChildProcessWithoutNullStreams | undefined;
@@ -45,6 +45,11 @@ export class PythonProcess {
   generation = 0;
 
   constructor(private readonly python = process.env.TERRARIUM_PYTHON ?? "python3") {}
+
+  /** The running process's id (tests use it to kill one bridge from outside). */
+  get pid(): number | undefined {
+    return this.alive ? this.child?.pid : undefined;
+  }
 
   get alive(): boolean {
     return this.child !== undefined && this.child.exitCode === null && !this.child.killed;
@@ -59,6 +64,8 @@ export class PythonProcess {
     this.child = child;
     this.generation++;
     this.stderrTail = "";
+    // Writing to a process that just died raises EPIPE on stdin; the exit handler reports the death.
+    child.stdin.on("error", () => undefined);
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-4000);
@@ -94,8 +101,18 @@ export class PythonProcess {
     }
   }
 
-  /** Sends one request and waits for its answer (or the time limit). */
-  request(op: string, payload: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+  /**
+   * Sends one request and waits for its answer (or the time limit). With `generation`, the request is
+   * refused as `BridgeDied` when that process is gone, instead of reaching a fresh one that lacks its objects.
+   */
+  request(
+    op: string,
+    payload: Record<string, unknown>,
+    timeoutMs: number,
+    generation?: number,
+  ): Promise<Record<string, unknown>> {
+    if (generation !== undefined && (!this.alive || this.generation !== generation))
+      return Promise.reject(new BridgeDied("the Python bridge exited before the request"));
     this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
