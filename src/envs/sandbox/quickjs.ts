@@ -5,7 +5,8 @@ import { TerrariumError } from "../../core/errors.js";
 import { formatPointer } from "../../core/json-pointer.js";
 import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementation } from "../define.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
-import { type GuestLimits, type GuestOutcome, sandboxEngine } from "./engine.js";
+import type { GuestLimits, GuestOutcome } from "./engine.js";
+import { type SandboxPool, sandboxPool } from "./pool.js";
 
 /**
  * Environments whose tools are untrusted JavaScript (written by a model or a user), run in a QuickJS
@@ -14,6 +15,7 @@ import { type GuestLimits, type GuestOutcome, sandboxEngine } from "./engine.js"
  * arguments as JSON to a fresh QuickJS context, with a time and a memory limit, and takes back the
  * observation and the new state as JSON. A tool that loops, allocates without end, throws, or tries to
  * reach anything outside its sandbox ends its call as a failed step; the state stays as it was.
+ * Calls run in worker threads (pool.ts), so a looping tool never holds the host's event loop.
  */
 
 /** One tool: its schema as in defineEnvironment, and its implementation as JavaScript source. */
@@ -51,6 +53,8 @@ export interface SandboxOptions {
   memoryLimitBytes?: number;
   /** The descriptor's file, for error locations and the environment's source. */
   file?: string;
+  /** The worker pool that runs the calls (default: the process's pool, see sandboxPool()). */
+  pool?: SandboxPool;
 }
 
 export const DEFAULT_TIME_LIMIT_MS = 1000;
@@ -103,6 +107,7 @@ export function defineSandboxedEnvironment(
 ): Environment {
   const parsed = readDescriptor(descriptor, options.file);
   const limits = readLimits(options);
+  const pool = () => options.pool ?? sandboxPool();
   const tools: Record<string, ToolImplementation<JsonObject>> = Object.fromEntries(
     parsed.tools.map((tool) => [
       tool.name,
@@ -111,7 +116,7 @@ export function defineSandboxedEnvironment(
         ...(tool.input !== undefined ? { input: tool.input } : {}),
         ...(tool.output !== undefined ? { output: tool.output } : {}),
         effect: tool.effect,
-        run: sandboxedRun(tool, limits),
+        run: sandboxedRun(tool, limits, pool),
       },
     ]),
   );
@@ -131,7 +136,7 @@ export function defineSandboxedEnvironment(
     initialState: () => inner.initialState(),
     create: async (createOptions: CreateOptions = {}) => {
       if (createOptions.state !== undefined) requireObjectState(createOptions.state);
-      await sandboxEngine();
+      await pool().warm();
       return new SandboxedInstance(environment, await inner.create(createOptions));
     },
   };
@@ -167,10 +172,9 @@ class SandboxedInstance implements EnvironmentInstance {
   }
 }
 
-function sandboxedRun(tool: SandboxedToolDescriptor, limits: GuestLimits) {
+function sandboxedRun(tool: SandboxedToolDescriptor, limits: GuestLimits, pool: () => SandboxPool) {
   return async ({ state, args, clock, now, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
-    const engine = await sandboxEngine();
-    const outcome = engine.run(
+    const outcome = await pool().run(
       { code: tool.code, input: JSON.stringify({ state, args }) },
       {
         now,

@@ -1,0 +1,430 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import { TerrariumError } from "../../core/errors.js";
+import {
+  classify,
+  type GuestHost,
+  type GuestLimits,
+  type GuestOutcome,
+  type GuestRequest,
+} from "./engine.js";
+import type { HostAnswer, HostCall, RunMessage, SandboxWorkerData, WorkerMessage } from "./protocol.js";
+
+/**
+ * Sandboxed tool calls run in worker threads, so that a tool that loops or allocates holds one worker,
+ * never the host's event loop (the server's other sessions, /health).
+ *
+ * Scheduling. `size` workers (default min(4, cores)) serve calls; a call waits in a FIFO queue while
+ * `size` calls are running that have not yet run for `slowAfterMs`. A call that runs longer than that
+ * (a loop heading for its time limit, or plain heavy work) stops counting against `size`: the pool
+ * starts another worker for the calls waiting behind it, up to `maxWorkers` threads in all, so a few
+ * slow or hostile calls delay the others by at most `slowAfterMs` (plus a worker's start), not by their
+ * time limits. At `maxWorkers` busy threads calls wait for the first to finish. Workers beyond `size`
+ * are stopped after `idleMs` without work.
+ *
+ * Time limits. A call's time limit counts its own execution: the worker starts the clock when the
+ * guest starts, so time spent in the queue is not charged to the tool (a fair limit for the tool's
+ * author; a caller that needs a bound on waiting sets its own timeout around the step). The worker
+ * stops the guest itself at the limit (QuickJS's interrupt handler); should it not answer within
+ * `graceMs` after the limit (a thread starved of CPU, a stall inside the engine), the host terminates the
+ * worker, answers the call with the time-limit error and starts a replacement when one is needed.
+ */
+
+export interface SandboxPoolOptions {
+  /** Workers that serve calls concurrently (default min(4, available cores)). */
+  size?: number;
+  /** Most worker threads at once, slow calls included (default max(16, size)). */
+  maxWorkers?: number;
+  /** After this long a running call no longer holds one of the `size` slots (default 50 ms). */
+  slowAfterMs?: number;
+  /** How long past its time limit a worker may take to answer before it is terminated (default 500 ms). */
+  graceMs?: number;
+  /** Workers beyond `size` stop after this long without work (default 5000 ms). */
+  idleMs?: number;
+}
+
+export interface SandboxPoolStats {
+  workers: number;
+  busy: number;
+  queued: number;
+  /** Workers terminated because they did not answer in time. */
+  terminated: number;
+  /** Workers started since the pool was made. */
+  started: number;
+}
+
+interface Job {
+  request: GuestRequest;
+  host: GuestHost;
+  limits: GuestLimits;
+  resolve(outcome: GuestOutcome): void;
+}
+
+interface Slot {
+  worker: Worker;
+  signal: Int32Array;
+  port: MessagePort;
+  ready: boolean;
+  job: Job | undefined;
+  jobId: number;
+  slow: boolean;
+  timers: ReturnType<typeof setTimeout>[];
+  idleTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export class SandboxPool {
+  readonly size: number;
+  readonly maxWorkers: number;
+  private readonly slowAfterMs: number;
+  private readonly graceMs: number;
+  private readonly idleMs: number;
+  private readonly slots = new Set<Slot>();
+  private readonly queue: Job[] = [];
+  private nextJobId = 1;
+  private terminated = 0;
+  private started = 0;
+  private closed = false;
+  private warming: Promise<void> | undefined;
+
+  constructor(options: SandboxPoolOptions = {}) {
+    this.size = positiveInteger("size", options.size ?? Math.min(4, availableParallelism()));
+    this.maxWorkers = positiveInteger("maxWorkers", options.maxWorkers ?? Math.max(16, this.size));
+    if (this.maxWorkers < this.size) {
+      throw new TerrariumError(
+        "CONFIG_INVALID",
+        `maxWorkers (${this.maxWorkers}) is below size (${this.size})`,
+      );
+    }
+    this.slowAfterMs = nonNegative("slowAfterMs", options.slowAfterMs ?? 50);
+    this.graceMs = nonNegative("graceMs", options.graceMs ?? 500);
+    this.idleMs = nonNegative("idleMs", options.idleMs ?? 5000);
+  }
+
+  /** Runs one tool call in a worker. Never rejects for anything the guest does. */
+  run(request: GuestRequest, host: GuestHost, limits: GuestLimits): Promise<GuestOutcome> {
+    if (this.closed) return Promise.reject(new TerrariumError("INTERNAL", "the sandbox pool is closed"));
+    return new Promise((resolve) => {
+      this.queue.push({ request, host, limits, resolve });
+      this.pump();
+    });
+  }
+
+  /** Starts a worker if there is none and waits until one has loaded the engine (errors surface here). */
+  warm(): Promise<void> {
+    if (!this.warming) {
+      const attempt = this.tryWarm();
+      this.warming = attempt;
+      attempt.catch(() => {
+        if (this.warming === attempt) this.warming = undefined;
+      });
+    }
+    return this.warming;
+  }
+
+  private async tryWarm(): Promise<void> {
+    const outcome = await this.run({ code: "() => null", input: '{"state":{},"args":{}}' }, IDLE_HOST, {
+      timeLimitMs: 10_000,
+      memoryLimitBytes: 16 * 1024 * 1024,
+    });
+    if (outcome.kind !== "returned") {
+      const detail = outcome.kind === "stopped" ? (outcome.detail ?? outcome.reason) : outcome.kind;
+      throw new TerrariumError("INTERNAL", `the QuickJS sandbox could not start: ${detail}`);
+    }
+  }
+
+  stats(): SandboxPoolStats {
+    let busy = 0;
+    for (const slot of this.slots) if (slot.job) busy++;
+    return {
+      workers: this.slots.size,
+      busy,
+      queued: this.queue.length,
+      terminated: this.terminated,
+      started: this.started,
+    };
+  }
+
+  /** Stops every worker; calls still waiting or running get an engine error. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const stopping: Promise<unknown>[] = [];
+    for (const slot of [...this.slots]) {
+      this.drop(slot);
+      stopping.push(slot.worker.terminate());
+      slot.job?.resolve(engineStop("the sandbox pool was closed"));
+    }
+    for (const job of this.queue.splice(0)) job.resolve(engineStop("the sandbox pool was closed"));
+    await Promise.allSettled(stopping);
+  }
+
+  /** Hands waiting calls to workers while the rules above allow. */
+  private pump(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      let holding = 0;
+      let free: Slot | undefined;
+      for (const slot of this.slots) {
+        if (slot.job && !slot.slow) holding++;
+        if (!slot.job && (!free || (slot.ready && !free.ready))) free = slot;
+      }
+      if (holding >= this.size) return;
+      if (!free) {
+        if (this.slots.size >= this.maxWorkers) return;
+        free = this.spawn();
+      }
+      this.assign(free, this.queue.shift() as Job);
+    }
+  }
+
+  private assign(slot: Slot, job: Job): void {
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
+    slot.idleTimer = undefined;
+    slot.job = job;
+    slot.jobId = this.nextJobId++;
+    slot.slow = false;
+    slot.worker.ref();
+    if (slot.ready) this.start(slot);
+  }
+
+  private start(slot: Slot): void {
+    const job = slot.job as Job;
+    const message: RunMessage = {
+      type: "run",
+      id: slot.jobId,
+      code: job.request.code,
+      input: job.request.input,
+      timeLimitMs: job.limits.timeLimitMs,
+      memoryLimitBytes: job.limits.memoryLimitBytes,
+    };
+    slot.worker.postMessage(message);
+    slot.timers.push(
+      setTimeout(() => {
+        slot.slow = true;
+        this.pump();
+      }, this.slowAfterMs),
+      setTimeout(() => this.overrun(slot), job.limits.timeLimitMs + this.graceMs),
+    );
+  }
+
+  /** The worker did not answer in time: it is terminated and the call gets the time-limit error. */
+  private overrun(slot: Slot): void {
+    const job = slot.job;
+    this.terminated++;
+    this.drop(slot);
+    void slot.worker.terminate();
+    job?.resolve({ kind: "stopped", reason: "time" });
+    this.pump();
+  }
+
+  private finish(slot: Slot, id: number, outcome: GuestOutcome): void {
+    const job = slot.job;
+    if (!job || id !== slot.jobId) return;
+    this.clearTimers(slot);
+    slot.job = undefined;
+    slot.slow = false;
+    slot.worker.unref();
+    job.resolve(outcome);
+    this.pump();
+    if (!slot.job && this.slots.has(slot) && this.slots.size > this.size) {
+      slot.idleTimer = setTimeout(() => {
+        if (slot.job || this.slots.size <= this.size) return;
+        this.drop(slot);
+        void slot.worker.terminate();
+      }, this.idleMs);
+      slot.idleTimer.unref();
+    }
+  }
+
+  private spawn(): Slot {
+    const signal = new SharedArrayBuffer(4);
+    const channel = new MessageChannel();
+    const data: SandboxWorkerData = { signal, hostPort: channel.port2 };
+    const worker = createWorker(data, [channel.port2]);
+    this.started++;
+    const slot: Slot = {
+      worker,
+      signal: new Int32Array(signal),
+      port: channel.port1,
+      ready: false,
+      job: undefined,
+      jobId: 0,
+      slow: false,
+      timers: [],
+      idleTimer: undefined,
+    };
+    this.slots.add(slot);
+    slot.port.on("message", (call: HostCall) => this.answer(slot, call));
+    slot.port.unref();
+    worker.on("message", (message: WorkerMessage) => {
+      if (message.type === "ready") {
+        slot.ready = true;
+        if (slot.job) this.start(slot);
+      } else if (message.type === "done") {
+        this.finish(slot, message.id, classify(message.raw));
+      } else if (message.type === "broken") {
+        this.fail(slot, `the QuickJS engine could not load: ${message.message}`);
+      }
+    });
+    worker.on("error", (error) => this.fail(slot, describeWorkerError(error)));
+    worker.on("exit", (code) => this.fail(slot, `the sandbox worker exited (code ${code})`));
+    worker.unref();
+    return slot;
+  }
+
+  /** A guest's call to ctx.now / ctx.random / ctx.id / Date / Math.random, answered from its instance. */
+  private answer(slot: Slot, call: HostCall): void {
+    let answer: HostAnswer;
+    const host = slot.job?.host;
+    try {
+      if (!host) throw new Error("no call is running");
+      const [operation, argument] = call;
+      switch (operation) {
+        case "now":
+          answer = [true, host.now()];
+          break;
+        case "clock":
+          answer = [true, host.clock()];
+          break;
+        case "random":
+          answer = [true, host.random()];
+          break;
+        case "id":
+          answer = [true, host.id(typeof argument === "string" ? argument : undefined)];
+          break;
+        default:
+          throw new Error("unknown host call");
+      }
+    } catch (error) {
+      answer = [false, error instanceof Error ? error.message : String(error)];
+    }
+    slot.port.postMessage(answer);
+    Atomics.store(slot.signal, 0, 1);
+    Atomics.notify(slot.signal, 0);
+  }
+
+  /** A worker that broke or exited on its own: its call gets an engine error. */
+  private fail(slot: Slot, message: string): void {
+    if (!this.slots.has(slot)) return;
+    const job = slot.job;
+    this.drop(slot);
+    void slot.worker.terminate();
+    job?.resolve(
+      /out of memory/i.test(message) ? { kind: "stopped", reason: "memory" } : engineStop(message),
+    );
+    this.pump();
+  }
+
+  private drop(slot: Slot): void {
+    this.clearTimers(slot);
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
+    slot.idleTimer = undefined;
+    this.slots.delete(slot);
+    slot.port.close();
+  }
+
+  private clearTimers(slot: Slot): void {
+    for (const timer of slot.timers) clearTimeout(timer);
+    slot.timers = [];
+  }
+}
+
+const IDLE_HOST: GuestHost = {
+  now: () => new Date(0).toISOString(),
+  clock: () => 0,
+  random: () => 0,
+  id: (prefix) => (prefix ? `${prefix}_0` : "0"),
+};
+
+function engineStop(detail: string): GuestOutcome {
+  return { kind: "stopped", reason: "engine", detail };
+}
+
+function describeWorkerError(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  if (code === "ERR_WORKER_OUT_OF_MEMORY") return "the sandbox worker ran out of memory";
+  return `the sandbox worker failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/**
+ * The worker's entry. From the build it is `sandbox-worker.js` beside the bundle (tsup.config.ts names it
+ * so); from source (tests, `npm run terrarium`) it is worker.ts, loaded through tsx like other TypeScript.
+ */
+function createWorker(workerData: SandboxWorkerData, transferList: MessagePort[]): Worker {
+  const built = new URL("./sandbox-worker.js", import.meta.url);
+  if (built.protocol === "file:" && existsSync(fileURLToPath(built))) {
+    return new Worker(built, { workerData, transferList });
+  }
+  const source = new URL("./worker.ts", import.meta.url).href;
+  const boot = `import(${JSON.stringify(tsxApi())}).then((api) => api.tsImport(${JSON.stringify(source)}, ${JSON.stringify(source)})).catch((error) => {
+  require("node:worker_threads").parentPort.postMessage({ type: "broken", message: String(error && error.message || error) });
+});`;
+  return new Worker(boot, { eval: true, workerData, transferList });
+}
+
+/** The file URL of tsx's ESM API (an eval'd worker cannot resolve package names from here). */
+function tsxApi(): string {
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve("tsx/package.json");
+  const exports = (require(manifest) as { exports: Record<string, { import: { default: string } }> }).exports;
+  const entry = exports["./esm/api"]?.import.default ?? "./dist/esm/api/index.mjs";
+  return pathToFileURL(join(dirname(manifest), entry)).href;
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `the sandbox pool's ${name} must be a positive whole number, got ${value}`,
+    );
+  }
+  return value;
+}
+
+function nonNegative(name: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) {
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `the sandbox pool's ${name} must be a number of at least 0, got ${value}`,
+    );
+  }
+  return value;
+}
+
+let shared: SandboxPool | undefined;
+
+/**
+ * The process's pool, made on first use. Its size comes from TERRARIUM_SANDBOX_WORKERS when set (and
+ * TERRARIUM_SANDBOX_MAX_WORKERS), otherwise from the defaults; configureSandboxPool replaces it.
+ */
+export function sandboxPool(): SandboxPool {
+  if (!shared) {
+    const size = readCount("TERRARIUM_SANDBOX_WORKERS");
+    const maxWorkers = readCount("TERRARIUM_SANDBOX_MAX_WORKERS");
+    shared = new SandboxPool({
+      ...(size !== undefined ? { size } : {}),
+      ...(maxWorkers !== undefined ? { maxWorkers } : {}),
+    });
+  }
+  return shared;
+}
+
+/** Replaces the process's pool; calls still running on the old one end with an engine error. */
+export function configureSandboxPool(options: SandboxPoolOptions): SandboxPool {
+  const previous = shared;
+  shared = new SandboxPool(options);
+  if (previous) void previous.close();
+  return shared;
+}
+
+function readCount(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === "") return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TerrariumError("CONFIG_INVALID", `${name} must be a positive whole number, got "${text}"`);
+  }
+  return value;
+}

@@ -1,0 +1,41 @@
+import type { MessagePort } from "node:worker_threads";
+import type { RawOutcome } from "./engine.js";
+
+/**
+ * Messages between the host (pool.ts) and a sandbox worker (worker.ts). Only strings, numbers and flags
+ * cross: the guest's results travel as the prelude's JSON text and are parsed on the host's side.
+ *
+ * Calls from the guest to the host (ctx.now, ctx.random, ctx.id, Date, Math.random) are synchronous for
+ * the guest, so the worker posts them on `hostPort` and blocks on `signal` (Atomics.wait) until the host
+ * has posted the answer and set the flag; it then takes the answer with receiveMessageOnPort. The host
+ * answers from the calling instance's own clock, random source and id generator, in the order asked,
+ * which is what keeps seeded runs identical to running in the host's thread.
+ */
+
+export interface SandboxWorkerData {
+  /** One Int32: 0 while a host call is pending, 1 once its answer has been posted. */
+  signal: SharedArrayBuffer;
+  hostPort: MessagePort;
+}
+
+export type HostOperation = "now" | "clock" | "random" | "id";
+
+/** Worker -> host on hostPort: [operation, argument?]. Host -> worker: [true, value] or [false, message]. */
+export type HostCall = [HostOperation] | [HostOperation, string];
+export type HostAnswer = [true, string | number] | [false, string];
+
+/** Host -> worker on the worker's parentPort. */
+export interface RunMessage {
+  type: "run";
+  id: number;
+  code: string;
+  input: string;
+  timeLimitMs: number;
+  memoryLimitBytes: number;
+}
+
+/** Worker -> host on parentPort. */
+export type WorkerMessage =
+  | { type: "ready" }
+  | { type: "broken"; message: string }
+  | { type: "done"; id: number; raw: RawOutcome };
