@@ -19,8 +19,8 @@ export {
 } from "./immutable-json.js";
 export {
   applyChanges,
-  arrayIndex,
   applyEnvSimChanges,
+  arrayIndex,
   diffEnvSim,
   diffJson,
   type EnvSimChange,

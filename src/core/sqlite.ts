@@ -11,7 +11,13 @@ import { TerrariumError } from "./errors.js";
  */
 export function openSqlite(
   path: string,
-  options: { what: string; schemaVersion: number; tables: string },
+  options: {
+    what: string;
+    schemaVersion: number;
+    tables: string;
+    /** Upgrades from an older version, by the version they start from; each runs in one transaction. */
+    migrations?: Record<number, (db: BetterSqlite3.Database) => void>;
+  },
 ): BetterSqlite3.Database {
   const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
   try {
@@ -20,22 +26,29 @@ export function openSqlite(
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("busy_timeout = 5000");
-    db.exec(
-      `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);\n${options.tables}`,
-    );
-    const version = db.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").get() as
+    db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    const setVersion = db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)");
+    const row = db.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").get() as
       | { value: string }
       | undefined;
-    if (!version)
-      db.prepare("INSERT INTO meta (key, value) VALUES ('schemaVersion', ?)").run(
-        String(options.schemaVersion),
-      );
-    else if (Number(version.value) !== options.schemaVersion) {
+    let version = row ? Number(row.value) : options.schemaVersion;
+    while (version < options.schemaVersion && options.migrations?.[version]) {
+      const migrate = options.migrations[version] as (db: BetterSqlite3.Database) => void;
+      const from = version;
+      db.transaction(() => {
+        migrate(db);
+        setVersion.run(String(from + 1));
+      })();
+      version = from + 1;
+    }
+    if (version !== options.schemaVersion) {
       db.close();
       throw new Error(
-        `schemaVersion ${version.value} is not ${options.schemaVersion}; move the file aside to start over`,
+        `schemaVersion ${version} is not ${options.schemaVersion}; move the file aside to start over`,
       );
     }
+    db.exec(options.tables);
+    if (!row) setVersion.run(String(options.schemaVersion));
     return db;
   } catch (error) {
     throw new TerrariumError(

@@ -1,5 +1,6 @@
 import { TerrariumError } from "../core/errors.js";
-import type { HistoryEntry, SessionRecord, Snapshot, Store } from "./types.js";
+import { toImmutableJson } from "../core/immutable-json.js";
+import type { HistoryEntry, SessionContents, SessionRecord, Snapshot, Store } from "./types.js";
 
 interface Stored {
   record: SessionRecord;
@@ -7,25 +8,24 @@ interface Stored {
   history: HistoryEntry[];
 }
 
-/** Sessions in memory: for tests, libraries and short-lived servers. Values are copied in and out. */
+/**
+ * Sessions in memory: for tests, libraries and short-lived servers. Records and history entries are
+ * copied in and out; states are immutable trees kept as they are, so snapshots of one session (and
+ * sessions started from the same state) share every part they have in common.
+ */
 export class MemoryStore implements Store {
   private readonly sessions = new Map<string, Stored>();
 
   async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
     if (this.sessions.has(record.id))
       throw new TerrariumError("INVALID_INPUT", `session ${record.id} already exists`);
-    this.sessions.set(record.id, {
-      record: structuredClone(record),
-      snapshots: [
-        {
-          index: 0,
-          at: record.createdAt,
-          reason: record.parent ? "fork" : "initial",
-          state: structuredClone(initialState),
-        },
-      ],
-      history: [],
-    });
+    const snapshot: Snapshot = {
+      index: 0,
+      at: record.createdAt,
+      reason: record.parent ? "fork" : "initial",
+      state: toImmutableJson(initialState ?? null),
+    };
+    this.sessions.set(record.id, { record: structuredClone(record), snapshots: [snapshot], history: [] });
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -45,16 +45,16 @@ export class MemoryStore implements Store {
 
   async latestSnapshot(id: string): Promise<Snapshot> {
     const snapshots = this.get(id).snapshots;
-    return structuredClone(snapshots[snapshots.length - 1] as Snapshot);
+    return { ...(snapshots[snapshots.length - 1] as Snapshot) };
   }
 
   async snapshot(id: string, index: number): Promise<Snapshot | undefined> {
     const found = this.get(id).snapshots[index];
-    return found ? structuredClone(found) : undefined;
+    return found ? { ...found } : undefined;
   }
 
   async snapshots(id: string): Promise<Snapshot[]> {
-    return structuredClone(this.get(id).snapshots);
+    return this.get(id).snapshots.map((snapshot) => ({ ...snapshot }));
   }
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
@@ -68,14 +68,17 @@ export class MemoryStore implements Store {
     state?: { state: unknown; reason: Snapshot["reason"] },
   ): Promise<HistoryEntry> {
     const stored = this.get(id);
+    // Build everything before changing anything, so a value that cannot be stored leaves no trace.
     const full: HistoryEntry = structuredClone({ ...entry, index: stored.history.length });
-    if (state) {
-      const snapshot: Snapshot = {
-        index: stored.snapshots.length,
-        at: entry.at,
-        reason: state.reason,
-        state: structuredClone(state.state),
-      };
+    const snapshot: Snapshot | undefined = state
+      ? {
+          index: stored.snapshots.length,
+          at: entry.at,
+          reason: state.reason,
+          state: toImmutableJson(state.state ?? null),
+        }
+      : undefined;
+    if (snapshot) {
       stored.snapshots.push(snapshot);
       full.snapshot = snapshot.index;
     }
@@ -90,9 +93,23 @@ export class MemoryStore implements Store {
     at: string,
   ): Promise<Snapshot> {
     const stored = this.get(id);
-    const snapshot: Snapshot = { index: stored.snapshots.length, at, reason, state: structuredClone(state) };
+    const snapshot: Snapshot = { index: stored.snapshots.length, at, reason, state: toImmutableJson(state) };
     stored.snapshots.push(snapshot);
-    return structuredClone(snapshot);
+    return { ...snapshot };
+  }
+
+  async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
+    if (this.sessions.has(record.id))
+      throw new TerrariumError("INVALID_INPUT", `session ${record.id} already exists`);
+    const stored: Stored = {
+      record: structuredClone(record),
+      snapshots: contents.snapshots.map((snapshot) => ({
+        ...snapshot,
+        state: toImmutableJson(snapshot.state ?? null),
+      })),
+      history: structuredClone(contents.history),
+    };
+    this.sessions.set(record.id, stored);
   }
 
   async close(): Promise<void> {}

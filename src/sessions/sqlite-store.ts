@@ -1,33 +1,65 @@
+import { createHash } from "node:crypto";
 import type BetterSqlite3 from "better-sqlite3";
 import { TerrariumError } from "../core/errors.js";
+import { toImmutableJson } from "../core/immutable-json.js";
+import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
 import { openSqlite } from "../core/sqlite.js";
-import {
-  type HistoryEntry,
-  SESSION_SCHEMA_VERSION,
-  type SessionRecord,
-  type Snapshot,
-  type Store,
-} from "./types.js";
+import type { HistoryEntry, SessionContents, SessionRecord, Snapshot, Store } from "./types.js";
+
+/**
+ * Version of the SQLite layout (not of session exports, which stay at SESSION_SCHEMA_VERSION).
+ * 2: snapshots are changes with periodic checkpoints, and checkpoints are stored once per content.
+ */
+export const SQLITE_STORE_SCHEMA_VERSION = 2;
+
+/** When a snapshot is stored whole instead of as changes. */
+export interface CheckpointPolicy {
+  /** At most this many change-only snapshots in a row. */
+  maxChain: number;
+  /** A checkpoint once the changes since the last one outweigh this share of its size. */
+  maxChangeRatio: number;
+}
+
+const DEFAULT_CHECKPOINTS: CheckpointPolicy = { maxChain: 100, maxChangeRatio: 1 };
+
+/** Latest states kept parsed, by session, and checkpoints kept parsed, by content hash. */
+const STATE_CACHE_SIZE = 256;
+const CHECKPOINT_CACHE_SIZE = 32;
 
 /**
  * Sessions in a SQLite file (WAL). Each step is one transaction: its history entry and its snapshot are
  * written together, so a crash never leaves a call without its state or a state without its call.
+ *
+ * A snapshot is stored as the exact changes from the one before it, with a full checkpoint every so
+ * often (`CheckpointPolicy`); checkpoints live in a table keyed by the hash of their text, so a hundred
+ * sessions started from the same state store it once. Reading snapshot n starts from the nearest
+ * checkpoint at or before n and applies the changes after it. The latest state of recently used sessions
+ * is kept parsed, so a call does not re-read its session's state.
  */
 export class SqliteStore implements Store {
   private readonly db: BetterSqlite3.Database;
   private readonly statements: ReturnType<SqliteStore["prepare"]>;
+  private readonly latest = new Lru<string, { index: number; state: unknown }>(STATE_CACHE_SIZE);
+  private readonly checkpoints = new Lru<string, unknown>(CHECKPOINT_CACHE_SIZE);
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    private readonly policy: CheckpointPolicy = DEFAULT_CHECKPOINTS,
+  ) {
     this.db = openSqlite(path, {
       what: "session store",
-      schemaVersion: SESSION_SCHEMA_VERSION,
+      schemaVersion: SQLITE_STORE_SCHEMA_VERSION,
       tables: `
         CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT, record TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS states (hash TEXT PRIMARY KEY, state TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS snapshots (
-          session TEXT NOT NULL, idx INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT NOT NULL, state TEXT NOT NULL,
+          session TEXT NOT NULL, idx INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT NOT NULL,
+          checkpoint TEXT, changes TEXT,
           PRIMARY KEY (session, idx)
         );
+        CREATE INDEX IF NOT EXISTS snapshots_by_checkpoint ON snapshots (checkpoint) WHERE checkpoint IS NOT NULL;
         CREATE TABLE IF NOT EXISTS history (session TEXT NOT NULL, idx INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session, idx));`,
+      migrations: { 1: migrateFromVersion1 },
     });
     this.statements = this.prepare();
   }
@@ -42,22 +74,39 @@ export class SqliteStore implements Store {
         "SELECT record FROM sessions WHERE owner = ? ORDER BY rowid",
       ),
       deleteSession: db.prepare("DELETE FROM sessions WHERE id = ?"),
+      sessionCheckpoints: db.prepare<[string], { checkpoint: string }>(
+        "SELECT DISTINCT checkpoint FROM snapshots WHERE session = ? AND checkpoint IS NOT NULL",
+      ),
       deleteSnapshots: db.prepare("DELETE FROM snapshots WHERE session = ?"),
+      deleteUnusedState: db.prepare(
+        "DELETE FROM states WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM snapshots WHERE checkpoint = ?)",
+      ),
       deleteHistory: db.prepare("DELETE FROM history WHERE session = ?"),
+      insertState: db.prepare("INSERT OR IGNORE INTO states (hash, state) VALUES (?, ?)"),
+      getState: db.prepare<[string], { state: string }>("SELECT state FROM states WHERE hash = ?"),
+      stateSize: db.prepare<[string], { size: number }>(
+        "SELECT length(state) AS size FROM states WHERE hash = ?",
+      ),
       insertSnapshot: db.prepare(
-        "INSERT INTO snapshots (session, idx, at, reason, state) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO snapshots (session, idx, at, reason, checkpoint, changes) VALUES (?, ?, ?, ?, ?, ?)",
       ),
-      latestSnapshot: db.prepare<[string], SnapshotRow>(
-        "SELECT idx, at, reason, state FROM snapshots WHERE session = ? ORDER BY idx DESC LIMIT 1",
+      lastIndex: db.prepare<[string], { idx: number | null }>(
+        "SELECT MAX(idx) AS idx FROM snapshots WHERE session = ?",
       ),
-      oneSnapshot: db.prepare<[string, number], SnapshotRow>(
-        "SELECT idx, at, reason, state FROM snapshots WHERE session = ? AND idx = ?",
+      snapshotMeta: db.prepare<[string, number], { at: string; reason: Snapshot["reason"] }>(
+        "SELECT at, reason FROM snapshots WHERE session = ? AND idx = ?",
+      ),
+      checkpointAtOrBefore: db.prepare<[string, number], { idx: number; checkpoint: string }>(
+        "SELECT idx, checkpoint FROM snapshots WHERE session = ? AND idx <= ? AND checkpoint IS NOT NULL ORDER BY idx DESC LIMIT 1",
+      ),
+      changesBetween: db.prepare<[string, number, number], { idx: number; changes: string }>(
+        "SELECT idx, changes FROM snapshots WHERE session = ? AND idx > ? AND idx <= ? ORDER BY idx",
+      ),
+      chainSince: db.prepare<[string, number], { n: number; bytes: number }>(
+        "SELECT COUNT(*) AS n, COALESCE(SUM(length(changes)), 0) AS bytes FROM snapshots WHERE session = ? AND idx > ?",
       ),
       allSnapshots: db.prepare<[string], SnapshotRow>(
-        "SELECT idx, at, reason, state FROM snapshots WHERE session = ? ORDER BY idx",
-      ),
-      snapshotCount: db.prepare<[string], { n: number }>(
-        "SELECT COUNT(*) AS n FROM snapshots WHERE session = ?",
+        "SELECT idx, at, reason, checkpoint, changes FROM snapshots WHERE session = ? ORDER BY idx",
       ),
       insertHistory: db.prepare("INSERT INTO history (session, idx, entry) VALUES (?, ?, ?)"),
       historyCount: db.prepare<[string], { n: number }>(
@@ -73,16 +122,12 @@ export class SqliteStore implements Store {
   }
 
   async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
+    const state = toImmutableJson(initialState ?? null);
     this.db.transaction(() => {
       this.statements.insertSession.run(record.id, record.owner ?? null, JSON.stringify(record));
-      this.statements.insertSnapshot.run(
-        record.id,
-        0,
-        record.createdAt,
-        record.parent ? "fork" : "initial",
-        JSON.stringify(initialState ?? null),
-      );
+      this.writeCheckpoint(record.id, 0, record.createdAt, record.parent ? "fork" : "initial", state);
     })();
+    this.latest.set(record.id, { index: 0, state });
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -97,27 +142,37 @@ export class SqliteStore implements Store {
   }
 
   async deleteSession(id: string): Promise<boolean> {
+    this.latest.delete(id);
     return this.db.transaction(() => {
+      const checkpoints = this.statements.sessionCheckpoints.all(id).map((row) => row.checkpoint);
       this.statements.deleteSnapshots.run(id);
+      for (const hash of checkpoints) this.statements.deleteUnusedState.run(hash, hash);
       this.statements.deleteHistory.run(id);
       return this.statements.deleteSession.run(id).changes > 0;
     })();
   }
 
   async latestSnapshot(id: string): Promise<Snapshot> {
-    const row = this.statements.latestSnapshot.get(id);
-    if (!row) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
-    return toSnapshot(row);
+    const index = this.statements.lastIndex.get(id)?.idx;
+    if (index === null || index === undefined)
+      throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    return this.readSnapshot(id, index) as Snapshot;
   }
 
   async snapshot(id: string, index: number): Promise<Snapshot | undefined> {
-    const row = this.statements.oneSnapshot.get(id, index);
-    return row ? toSnapshot(row) : undefined;
+    if (!Number.isInteger(index) || index < 0) return undefined;
+    return this.readSnapshot(id, index);
   }
 
   async snapshots(id: string): Promise<Snapshot[]> {
     this.requireSession(id);
-    return this.statements.allSnapshots.all(id).map(toSnapshot);
+    const snapshots: Snapshot[] = [];
+    let state: unknown;
+    for (const row of this.statements.allSnapshots.all(id)) {
+      state = row.checkpoint !== null ? this.checkpointState(row.checkpoint) : this.applyRow(state, row);
+      snapshots.push({ index: row.idx, at: row.at, reason: row.reason, state });
+    }
+    return snapshots;
   }
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
@@ -132,26 +187,25 @@ export class SqliteStore implements Store {
     entry: Omit<HistoryEntry, "index" | "snapshot">,
     state?: { state: unknown; reason: Snapshot["reason"] },
   ): Promise<HistoryEntry> {
-    return this.db.transaction(() => {
+    const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
+    // The changes from the latest state; cheap when `next` was made from it (shared structure).
+    const previous = next === undefined ? undefined : await this.latestSnapshot(id);
+    const written = this.db.transaction(() => {
       this.requireSession(id);
       const full: HistoryEntry = {
         ...entry,
         index: (this.statements.historyCount.get(id) as { n: number }).n,
       };
-      if (state) {
-        const index = (this.statements.snapshotCount.get(id) as { n: number }).n;
-        this.statements.insertSnapshot.run(
-          id,
-          index,
-          entry.at,
-          state.reason,
-          JSON.stringify(state.state ?? null),
-        );
+      if (previous && state) {
+        const index = previous.index + 1;
+        this.writeSnapshot(id, index, entry.at, state.reason, previous.state, next);
         full.snapshot = index;
       }
       this.statements.insertHistory.run(id, full.index, JSON.stringify(full));
       return full;
     })();
+    if (written.snapshot !== undefined) this.latest.set(id, { index: written.snapshot, state: next });
+    return written;
   }
 
   async appendSnapshot(
@@ -160,16 +214,101 @@ export class SqliteStore implements Store {
     reason: Snapshot["reason"],
     at: string,
   ): Promise<Snapshot> {
-    return this.db.transaction(() => {
+    const next = toImmutableJson(state ?? null);
+    const index = this.db.transaction(() => {
       this.requireSession(id);
-      const index = (this.statements.snapshotCount.get(id) as { n: number }).n;
-      this.statements.insertSnapshot.run(id, index, at, reason, JSON.stringify(state ?? null));
-      return { index, at, reason, state: structuredClone(state) };
+      const index = (this.statements.lastIndex.get(id)?.idx ?? -1) + 1;
+      // Set, reset and real states are usually unrelated to the one before: stored whole (and once).
+      this.writeCheckpoint(id, index, at, reason, next);
+      return index;
+    })();
+    this.latest.set(id, { index, state: next });
+    return { index, at, reason, state: next };
+  }
+
+  async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
+    const states = contents.snapshots.map((snapshot) => toImmutableJson(snapshot.state ?? null));
+    this.db.transaction(() => {
+      this.statements.insertSession.run(record.id, record.owner ?? null, JSON.stringify(record));
+      contents.snapshots.forEach((snapshot, i) => {
+        if (i === 0) this.writeCheckpoint(record.id, 0, snapshot.at, snapshot.reason, states[0]);
+        else this.writeSnapshot(record.id, i, snapshot.at, snapshot.reason, states[i - 1], states[i]);
+      });
+      for (const entry of contents.history)
+        this.statements.insertHistory.run(record.id, entry.index, JSON.stringify(entry));
     })();
   }
 
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
+  }
+
+  /** Writes snapshot `index` as its changes from `before`, or whole when the policy asks for a checkpoint. */
+  private writeSnapshot(
+    id: string,
+    index: number,
+    at: string,
+    reason: Snapshot["reason"],
+    before: unknown,
+    after: unknown,
+  ): void {
+    const base = this.statements.checkpointAtOrBefore.get(id, index - 1);
+    const changes = JSON.stringify(diffJson(before, after));
+    if (base) {
+      const chain = this.statements.chainSince.get(id, base.idx) as { n: number; bytes: number };
+      const size = this.statements.stateSize.get(base.checkpoint)?.size ?? 0;
+      if (
+        chain.n < this.policy.maxChain &&
+        chain.bytes + changes.length <= Math.max(4096, size * this.policy.maxChangeRatio)
+      ) {
+        this.statements.insertSnapshot.run(id, index, at, reason, null, changes);
+        return;
+      }
+    }
+    this.writeCheckpoint(id, index, at, reason, after);
+  }
+
+  private writeCheckpoint(id: string, index: number, at: string, reason: Snapshot["reason"], state: unknown) {
+    const text = JSON.stringify(state);
+    const hash = createHash("sha256").update(text).digest("hex");
+    this.statements.insertState.run(hash, text);
+    this.statements.insertSnapshot.run(id, index, at, reason, hash, null);
+    this.checkpoints.set(hash, state);
+  }
+
+  private readSnapshot(id: string, index: number): Snapshot | undefined {
+    const meta = this.statements.snapshotMeta.get(id, index);
+    if (!meta) return undefined;
+    const base = this.statements.checkpointAtOrBefore.get(id, index);
+    if (!base)
+      throw new TerrariumError("INTERNAL", `session ${id} has no checkpoint before snapshot ${index}`);
+    const cached = this.latest.get(id);
+    let state: unknown;
+    let from: number;
+    if (cached && cached.index >= base.idx && cached.index <= index) {
+      state = cached.state;
+      from = cached.index;
+    } else {
+      state = this.checkpointState(base.checkpoint);
+      from = base.idx;
+    }
+    for (const row of this.statements.changesBetween.all(id, from, index)) state = this.applyRow(state, row);
+    if (!cached || cached.index <= index) this.latest.set(id, { index, state });
+    return { index, at: meta.at, reason: meta.reason, state };
+  }
+
+  private applyRow(state: unknown, row: { idx: number; changes: string | null }): unknown {
+    return applyChanges(state, JSON.parse(row.changes ?? "[]") as JsonChange[]);
+  }
+
+  private checkpointState(hash: string): unknown {
+    const cached = this.checkpoints.get(hash);
+    if (cached !== undefined) return cached;
+    const row = this.statements.getState.get(hash);
+    if (!row) throw new TerrariumError("INTERNAL", `the stored state ${hash} is missing`);
+    const state = toImmutableJson(JSON.parse(row.state));
+    this.checkpoints.set(hash, state);
+    return state;
   }
 
   private requireSession(id: string): void {
@@ -182,9 +321,65 @@ interface SnapshotRow {
   idx: number;
   at: string;
   reason: Snapshot["reason"];
+  checkpoint: string | null;
+  changes: string | null;
+}
+
+/** Layout 1 stored every snapshot whole: each becomes a checkpoint (identical states stored once). */
+function migrateFromVersion1(db: BetterSqlite3.Database): void {
+  db.exec("ALTER TABLE snapshots RENAME TO snapshots_v1");
+  db.exec(`
+    CREATE TABLE states (hash TEXT PRIMARY KEY, state TEXT NOT NULL);
+    CREATE TABLE snapshots (
+      session TEXT NOT NULL, idx INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT NOT NULL,
+      checkpoint TEXT, changes TEXT,
+      PRIMARY KEY (session, idx)
+    );`);
+  const insertState = db.prepare("INSERT OR IGNORE INTO states (hash, state) VALUES (?, ?)");
+  const insertSnapshot = db.prepare(
+    "INSERT INTO snapshots (session, idx, at, reason, checkpoint, changes) VALUES (?, ?, ?, ?, ?, NULL)",
+  );
+  // In pages, since a statement cannot write while another one is still iterating.
+  const page = db.prepare<[number], V1Row>(
+    "SELECT rowid, session, idx, at, reason, state FROM snapshots_v1 WHERE rowid > ? ORDER BY rowid LIMIT 200",
+  );
+  for (let rows = page.all(0); rows.length > 0; rows = page.all((rows[rows.length - 1] as V1Row).rowid)) {
+    for (const row of rows) {
+      const hash = createHash("sha256").update(row.state).digest("hex");
+      insertState.run(hash, row.state);
+      insertSnapshot.run(row.session, row.idx, row.at, row.reason, hash);
+    }
+  }
+  db.exec("DROP TABLE snapshots_v1");
+}
+
+interface V1Row {
+  rowid: number;
+  session: string;
+  idx: number;
+  at: string;
+  reason: string;
   state: string;
 }
 
-function toSnapshot(row: SnapshotRow): Snapshot {
-  return { index: row.idx, at: row.at, reason: row.reason, state: JSON.parse(row.state) };
+/** A small least-recently-used map. */
+class Lru<K, V> {
+  private readonly map = new Map<K, V>();
+  constructor(private readonly size: number) {}
+  get(key: K): V | undefined {
+    const value = this.map.get(key);
+    if (value !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, value);
+    }
+    return value;
+  }
+  set(key: K, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.size) this.map.delete(this.map.keys().next().value as K);
+  }
+  delete(key: K): void {
+    this.map.delete(key);
+  }
 }

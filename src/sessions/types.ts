@@ -36,12 +36,24 @@ export interface HistoryEntry {
   usage?: Record<string, unknown>;
   /** The snapshot the call produced (absent when the state did not change). */
   snapshot?: number;
+  /** The random seed the simulator ran the call under (code environments replay with it). */
+  seed?: string;
+}
+
+/** A whole session to store at once (an import): snapshots and history as they are, indexes included. */
+export interface SessionContents {
+  snapshots: Snapshot[];
+  history: HistoryEntry[];
 }
 
 /**
  * Where sessions live. Every method that writes is atomic: a step's history entry and its snapshot are
  * stored together or not at all. The engine depends only on this interface, so other stores (Postgres)
  * can be added without touching it.
+ *
+ * States go in and come out as immutable trees (`core/immutable-json.ts`): a store may keep and hand out
+ * the very objects it was given, and callers must not change what they read. A state given to
+ * `appendStep` is usually the latest one with a few paths changed, so a store can keep only the change.
  */
 export interface Store {
   createSession(record: SessionRecord, initialState: unknown): Promise<void>;
@@ -61,5 +73,7 @@ export interface Store {
   ): Promise<HistoryEntry>;
   /** Appends a snapshot that no call produced (set, reset, real). */
   appendSnapshot(id: string, state: unknown, reason: Snapshot["reason"], at: string): Promise<Snapshot>;
+  /** Stores a whole session in one transaction (snapshot 0 first, indexes consecutive): all or nothing. */
+  importSession(record: SessionRecord, contents: SessionContents): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,9 +1,10 @@
 import type { Catalog } from "../catalog/catalog.js";
 import type { Tool, ToolEffect } from "../catalog/tool.js";
-import { canonicalJson } from "../core/canonical-json.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { TerrariumError } from "../core/errors.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
+import { toImmutableJson } from "../core/immutable-json.js";
+import { type JsonChange, same } from "../core/json-diff.js";
 import { createRandom, unseededRandom } from "../core/random.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import {
@@ -17,6 +18,7 @@ import { SchemaCompiler } from "../validate/ajv.js";
 import { CallValidator } from "../validate/validator.js";
 import { toViolations, type Violation } from "../validate/violations.js";
 import type { SemanticValidator } from "./semantic.js";
+import { parseSessionExport } from "./session-export.js";
 import { SchemaSimulator } from "./simulators/schema.js";
 import { applyTolerantly } from "./tolerant-patch.js";
 import type { SimulationResult, Simulator, SimulatorName } from "./types.js";
@@ -136,7 +138,8 @@ export class Engine {
       ...(options.owner ? { owner: options.owner } : {}),
       ...(options.metadata ? { metadata: options.metadata } : {}),
     };
-    await this.store.createSession(record, structuredClone(options.state ?? this.options.initialState ?? {}));
+    const state = this.admitState(options.state ?? this.options.initialState ?? {});
+    await this.store.createSession(record, state);
     return record;
   }
 
@@ -146,6 +149,7 @@ export class Engine {
     return record;
   }
 
+  /** The current state: an immutable tree (frozen; read it, copy it to change it). */
   async state(id: string): Promise<unknown> {
     await this.session(id);
     return (await this.store.latestSnapshot(id)).state;
@@ -158,10 +162,12 @@ export class Engine {
 
   /** Replaces the state (a new snapshot); simulators holding live objects rebuild from it. */
   async setState(id: string, state: unknown, reason: Snapshot["reason"] = "set"): Promise<Snapshot> {
+    const admitted = this.admitState(state);
     return this.serial(id, async () => {
       await this.session(id);
+      const at = await this.nextTime(id);
       this.forget(id);
-      return this.store.appendSnapshot(id, state, reason, new Date(this.clock.now()).toISOString());
+      return this.store.appendSnapshot(id, admitted, reason, at);
     });
   }
 
@@ -205,81 +211,71 @@ export class Engine {
   /**
    * Re-runs a session's calls, in order, on a new session that starts from the same first state, with
    * another simulator policy (for example to compare an llm simulator against the code that is truth).
+   * A policy that cannot answer a recorded call is refused before anything is created, and a replay that
+   * fails part way leaves no session behind.
    */
   async replay(
     id: string,
     policy: SimulatorPolicy,
   ): Promise<{ session: SessionRecord; outcomes: CallOutcome[] }> {
+    const source = await this.session(id);
     const first = await this.store.snapshot(id, 0);
     if (!first) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
-    const source = await this.session(id);
+    const history = await this.store.history(id);
+    for (const entry of history) {
+      const tool = this.catalog.get(entry.request.name);
+      if (tool) this.simulatorFor(tool, policy);
+    }
     const session = await this.createSession({
       state: first.state,
       seed: source.seed,
       ...(source.owner ? { owner: source.owner } : {}),
     });
     const outcomes: CallOutcome[] = [];
-    for (const entry of await this.store.history(id)) {
-      outcomes.push(await this.serial(session.id, () => this.callNow(session.id, entry.request, policy)));
+    try {
+      for (const entry of history) {
+        outcomes.push(await this.serial(session.id, () => this.callNow(session.id, entry.request, policy)));
+      }
+    } catch (error) {
+      await this.deleteSession(session.id);
+      throw error;
     }
     return { session, outcomes };
   }
 
-  /** Stores an exported session under a new id (snapshots and history as they were). */
-  async importSession(exported: SessionExport, owner?: string): Promise<SessionRecord> {
-    if (
-      exported?.schemaVersion !== SESSION_SCHEMA_VERSION ||
-      !Array.isArray(exported.snapshots) ||
-      !Array.isArray(exported.history)
-    ) {
-      throw new TerrariumError(
-        "INVALID_INPUT",
-        `not a terrarium session export (schemaVersion ${SESSION_SCHEMA_VERSION} with snapshots and history)`,
-      );
-    }
-    const [first, ...rest] = exported.snapshots;
+  /**
+   * Stores an exported session under a new id, snapshots and history as they were, in one write: a
+   * document that is not a valid export is refused with the place it breaks, and nothing is stored. The
+   * owner inside the document is ignored: the session belongs to `owner` (the importing caller).
+   */
+  async importSession(exported: unknown, owner?: string): Promise<SessionRecord> {
+    const document = parseSessionExport(exported);
+    const snapshots = document.snapshots.map((snapshot, i) => {
+      try {
+        return { ...snapshot, state: this.admitState(snapshot.state) };
+      } catch (error) {
+        throw new TerrariumError("INVALID_INPUT", `snapshot ${i}: ${(error as Error).message}`, {
+          where: { pointer: `/snapshots/${i}/state` },
+        });
+      }
+    });
+    const { owner: _ignored, ...session } = document.session;
     const record: SessionRecord = {
-      ...exported.session,
+      ...session,
       id: this.ids.uuid(),
       ...(owner ? { owner } : {}),
-      metadata: { ...(exported.session.metadata ?? {}), importedFrom: exported.session.id },
+      metadata: { ...(session.metadata ?? {}), importedFrom: session.id },
     };
-    await this.store.createSession(record, first?.state ?? {});
-    // Replay the writes in their original order: a step brings its snapshot, other snapshots stand alone.
-    const byStep = new Map(
-      exported.history.filter((h) => h.snapshot !== undefined).map((h) => [h.snapshot as number, h]),
-    );
-    let nextEntry = 0;
-    const flushEntriesBefore = async (snapshotIndex: number) => {
-      while (nextEntry < exported.history.length) {
-        const entry = exported.history[nextEntry] as HistoryEntry;
-        if (entry.snapshot !== undefined && entry.snapshot >= snapshotIndex) break;
-        if (entry.snapshot === undefined) await this.store.appendStep(record.id, withoutIndexes(entry));
-        nextEntry++;
-      }
-    };
-    for (const snapshot of rest) {
-      await flushEntriesBefore(snapshot.index);
-      const entry = byStep.get(snapshot.index);
-      if (entry) {
-        await this.store.appendStep(record.id, withoutIndexes(entry), {
-          state: snapshot.state,
-          reason: snapshot.reason,
-        });
-        nextEntry = Math.max(nextEntry, entry.index + 1);
-      } else {
-        await this.store.appendSnapshot(record.id, snapshot.state, snapshot.reason, snapshot.at);
-      }
-    }
-    await flushEntriesBefore(Number.POSITIVE_INFINITY);
+    await this.store.importSession(record, { snapshots, history: document.history as HistoryEntry[] });
     return record;
   }
 
-  /** The session as a versioned JSON document. */
+  /** The session as a versioned JSON document (without its owner: token hashes never leave the server). */
   async exportSession(id: string): Promise<SessionExport> {
+    const { owner: _owner, ...session } = await this.session(id);
     return {
       schemaVersion: SESSION_SCHEMA_VERSION,
-      session: await this.session(id),
+      session,
       snapshots: await this.store.snapshots(id),
       history: await this.store.history(id),
     };
@@ -299,8 +295,9 @@ export class Engine {
     const snapshot = await this.store.latestSnapshot(id);
     // Simulators see a window of recent calls; reading the whole history on every call would grow with it.
     const history = await this.store.history(id, HISTORY_WINDOW);
-    const callCount = history.length > 0 ? (history[history.length - 1] as HistoryEntry).index + 1 : 0;
-    const at = new Date(this.clock.now()).toISOString();
+    const lastEntry = history[history.length - 1];
+    const callCount = lastEntry ? lastEntry.index + 1 : 0;
+    const at = this.timeAfter(snapshot.at, lastEntry?.at);
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
     let semantic: CallOutcome["semantic"] = "not-run";
     const record = async (
@@ -408,8 +405,26 @@ export class Engine {
         simulator.name,
       );
     }
-    const { state, applied } = applyTolerantly(snapshot.state, result.changes);
-    const changed = canonicalJson(state) !== canonicalJson(snapshot.state);
+    let state: unknown;
+    let applied: JsonChange[];
+    try {
+      ({ state, applied } = applyTolerantly(snapshot.state, result.changes));
+      state = this.admitState(state);
+    } catch (error) {
+      // Changes that would make an unusable state (nested too deep, no longer an object) are refused.
+      const message = `the simulator's changes were not applied: ${(error as Error).message}`;
+      return record(
+        {
+          status: "error",
+          observation: { error: message },
+          changes: [],
+          errors: [{ rule: "CHANGES_REFUSED", message }],
+        },
+        simulator.name,
+      );
+    }
+    // Shared structure makes this cheap: only the changed paths are compared.
+    const changed = !same(state, snapshot.state);
     return record(
       {
         status: "ok",
@@ -421,6 +436,34 @@ export class Engine {
       simulator.name,
       changed ? state : undefined,
     );
+  }
+
+  /**
+   * A state the engine can hold: an immutable JSON tree (no cycles, not nested absurdly deep), and an
+   * object whenever sessions start from an object, since tools then read fields of it.
+   */
+  private admitState(state: unknown): unknown {
+    const value = toImmutableJson(state);
+    const initial = this.options.initialState ?? {};
+    if (isObject(initial) && !isObject(value)) {
+      const kind = value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+      throw new TerrariumError("INVALID_INPUT", `the state must be a JSON object, got ${kind}`);
+    }
+    return value;
+  }
+
+  /** The session's clock reading: now, but never before anything the session already recorded. */
+  private timeAfter(...recorded: Array<string | undefined>): string {
+    const now = this.clock.now();
+    const latest = Math.max(
+      ...recorded.map((at) => (at ? Date.parse(at) : Number.NaN)).filter(Number.isFinite),
+    );
+    return new Date(Number.isFinite(latest) && now <= latest ? latest + 1 : now).toISOString();
+  }
+
+  private async nextTime(id: string): Promise<string> {
+    const [lastEntry] = await this.store.history(id, 1);
+    return this.timeAfter((await this.store.latestSnapshot(id)).at, lastEntry?.at);
   }
 
   private schemaSimulator(): Simulator {
@@ -449,7 +492,6 @@ export class Engine {
   }
 }
 
-function withoutIndexes(entry: HistoryEntry): Omit<HistoryEntry, "index" | "snapshot"> {
-  const { index: _index, snapshot: _snapshot, ...rest } = entry;
-  return rest;
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonSchema } from "../catalog/tool.js";
 import { contentId } from "../core/ids.js";
+import { setOwn } from "../core/immutable-json.js";
 import type { Random } from "../core/random.js";
 
 /**
@@ -91,10 +92,11 @@ function mergeAllOf(s: Record<string, unknown>): Record<string, unknown> {
   const required = new Set<string>((s.required as string[]) ?? []);
   for (const part of s.allOf as Array<Record<string, unknown>>) {
     if (typeof part !== "object" || part === null) continue;
-    Object.assign(properties, part.properties ?? {});
+    for (const [name, property] of Object.entries(part.properties ?? {})) setOwn(properties, name, property);
     for (const name of (part.required as string[]) ?? []) required.add(name);
     for (const [key, value] of Object.entries(part))
-      if (!(key in merged) && key !== "properties" && key !== "required") merged[key] = value;
+      if (!Object.hasOwn(merged, key) && key !== "properties" && key !== "required")
+        setOwn(merged, key, value);
   }
   if (Object.keys(properties).length > 0) merged.properties = properties;
   if (required.size > 0) merged.required = [...required];
@@ -112,10 +114,10 @@ function synthesizeObject(
   for (const [name, property] of Object.entries(properties)) {
     // Required fields always; optional ones mostly, so answers look complete but vary.
     if (!required.has(name) && options.random.next() < 0.25) continue;
-    out[name] = synthesize(property, options, [...path, name]);
+    setOwn(out, name, synthesize(property, options, [...path, name]));
   }
   for (const name of required)
-    if (!(name in out)) out[name] = synthesize(undefined, options, [...path, name]);
+    if (!Object.hasOwn(out, name)) setOwn(out, name, synthesize(undefined, options, [...path, name]));
   return out;
 }
 

@@ -62,12 +62,53 @@ for (const [name, make] of stores) {
       await store.close();
     });
 
-    it("does not let callers change stored values through returned objects", async () => {
+    it("does not let callers change stored values through returned objects (states are frozen)", async () => {
       const store = make();
-      await store.createSession(record("c"), { list: [1] });
+      const given = { list: [1] };
+      await store.createSession(record("c"), given);
+      given.list.push(3);
       const snapshot = await store.latestSnapshot("c");
-      (snapshot.state as { list: number[] }).list.push(2);
+      expect(() => (snapshot.state as { list: number[] }).list.push(2)).toThrow(TypeError);
       expect((await store.latestSnapshot("c")).state).toEqual({ list: [1] });
+      await store.close();
+    });
+
+    it("gives back every snapshot exactly, however many steps and checkpoints lie between", async () => {
+      const store = make();
+      await store.createSession(record("h"), { items: {}, log: [] });
+      const expected: unknown[] = [{ items: {}, log: [] }];
+      let state: { items: Record<string, number>; log: string[] } = { items: {}, log: [] };
+      for (let i = 1; i <= 230; i++) {
+        state = structuredClone(state);
+        if (i % 7 === 0) delete state.items[`k${i - 6}`];
+        else state.items[`k${i}`] = i;
+        state.log.push(`step ${i}`);
+        if (i % 50 === 0) await store.appendSnapshot("h", state, "set", "2025-01-01T00:00:02.000Z");
+        else await store.appendStep("h", step("inc"), { state, reason: "step" });
+        expected.push(structuredClone(state));
+      }
+      for (const index of [0, 1, 49, 50, 99, 100, 101, 150, 229, 230])
+        expect((await store.snapshot("h", index))?.state).toEqual(expected[index]);
+      expect((await store.snapshots("h")).map((s) => s.state)).toEqual(expected);
+      expect((await store.latestSnapshot("h")).index).toBe(230);
+      await store.close();
+    });
+
+    it("imports a whole session at once, and refuses a second session with the same id", async () => {
+      const store = make();
+      const entry = { ...step("inc"), index: 0, snapshot: 1 };
+      const contents = {
+        snapshots: [
+          { index: 0, at: "2025-01-01T00:00:00.000Z", reason: "initial" as const, state: { n: 0 } },
+          { index: 1, at: "2025-01-01T00:00:01.000Z", reason: "step" as const, state: { n: 1 } },
+        ],
+        history: [entry],
+      };
+      await store.importSession(record("i"), contents);
+      expect((await store.snapshots("i")).map((s) => s.state)).toEqual([{ n: 0 }, { n: 1 }]);
+      expect(await store.history("i")).toEqual([entry]);
+      await expect(store.importSession(record("i"), contents)).rejects.toThrow();
+      expect(await store.history("i")).toEqual([entry]);
       await store.close();
     });
   });

@@ -1,3 +1,4 @@
+import { setOwn } from "../../core/immutable-json.js";
 import { same } from "../../core/json-diff.js";
 import { createRandom } from "../../core/random.js";
 import { groupOf } from "./groups.js";
@@ -129,7 +130,7 @@ function applyPaperChange(state: unknown, change: PredictedChange): void {
   let current = state;
   for (const part of parts.slice(0, -1)) {
     if (isPlainObject(current)) {
-      if (!Object.hasOwn(current, part)) current[part] = {};
+      if (!Object.hasOwn(current, part)) setOwn(current, part, {});
       current = current[part];
     } else if (Array.isArray(current)) {
       const index = pythonIndex(part);
@@ -148,7 +149,7 @@ function applyPaperChange(state: unknown, change: PredictedChange): void {
     return;
   }
   const value = change.after === undefined ? null : structuredClone(change.after);
-  if (isPlainObject(current)) current[last] = value;
+  if (isPlainObject(current)) setOwn(current, last, value);
   else if (Array.isArray(current)) {
     const index = pythonIndex(last);
     if (index === undefined) return;
@@ -224,7 +225,7 @@ export function applyPredictedChangesStrict(
       if (isPlainObject(current)) {
         if (!Object.hasOwn(current, part)) {
           if (remove) return { ok: false };
-          current[part] = {};
+          setOwn(current, part, {});
         }
         current = current[part];
       } else if (Array.isArray(current)) {
@@ -238,7 +239,7 @@ export function applyPredictedChangesStrict(
       if (remove) {
         if (!Object.hasOwn(current, last)) return { ok: false };
         delete current[last];
-      } else current[last] = value;
+      } else setOwn(current, last, value);
     } else if (Array.isArray(current)) {
       const index = /^\d+$/.test(last) ? Number(last) : -1;
       if (remove) {
