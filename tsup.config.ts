@@ -1,7 +1,8 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { index: "src/index.ts", cli: "src/cli/main.ts" },
+  // The sandbox's worker thread is its own entry: pool.ts starts dist/sandbox-worker.js beside the bundle.
+  entry: { index: "src/index.ts", cli: "src/cli/main.ts", "sandbox-worker": "src/envs/sandbox/worker.ts" },
   format: ["esm"],
   target: "node20",
   dts: { entry: { index: "src/index.ts" } },
