@@ -17,6 +17,7 @@ import {
 import { SchemaCompiler } from "../validate/ajv.js";
 import { CallValidator } from "../validate/validator.js";
 import { toViolations, type Violation } from "../validate/violations.js";
+import { sessionLineage } from "./lineage.js";
 import type { SemanticValidator } from "./semantic.js";
 import { parseSessionExport } from "./session-export.js";
 import { SchemaSimulator } from "./simulators/schema.js";
@@ -300,6 +301,8 @@ export class Engine {
     const at = this.timeAfter(snapshot.at, lastEntry?.at);
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
     let semantic: CallOutcome["semantic"] = "not-run";
+    // The seed the simulator ran the call under (code environments replay calls with it).
+    let seed: string | undefined;
     const record = async (
       result: Omit<CallOutcome, "step" | "simulator" | "semantic">,
       simulator: string,
@@ -318,6 +321,7 @@ export class Engine {
           },
           simulator,
           ...(result.usage ? { usage: result.usage } : {}),
+          ...(seed !== undefined ? { seed } : {}),
         },
         newState === undefined ? undefined : { state: newState, reason: "step" },
       );
@@ -369,7 +373,9 @@ export class Engine {
         history,
         random: createRandom(`${(await this.session(id)).seed}:${callCount}`),
         now: at,
+        lineage: (replayable) => sessionLineage(this.store, id, replayable),
       });
+      seed = result.seed;
     } catch (error) {
       // A simulator failure (a model that gave up, a dead bridge) leaves the state untouched.
       const message = error instanceof Error ? error.message : String(error);

@@ -17,6 +17,21 @@ export interface SimulationContext {
   random: Random;
   /** The session's clock reading, ISO 8601. */
   now: string;
+  /**
+   * How the session reached its state, read from the store on demand (simulators that keep live objects
+   * rebuild them by replay). `replayable` says which calls the simulator can run again; a state change by
+   * any other call (or a state set from outside) becomes the lineage's base.
+   */
+  lineage?: (replayable: (entry: HistoryEntry) => boolean) => Promise<SessionLineage>;
+}
+
+/**
+ * The state a session's replayable calls start from and those calls, oldest first. A fork's lineage
+ * continues its parent's up to the snapshot it was forked at; a reset continues from the first snapshot.
+ */
+export interface SessionLineage {
+  base: unknown;
+  entries: HistoryEntry[];
 }
 
 /** What a simulator answers: the observation and the typed changes to the state. */
@@ -26,6 +41,8 @@ export interface SimulationResult {
   observation: unknown;
   changes: JsonChange[];
   usage?: Record<string, unknown>;
+  /** The random seed the step ran under, when a replay needs it to repeat the step exactly. */
+  seed?: string;
 }
 
 export interface Simulator {

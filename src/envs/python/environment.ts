@@ -391,19 +391,17 @@ class PythonInstance implements SeededInstance {
         this.current = reached;
       } else {
         const init = { method: this.environment.descriptor.init.method, config: state };
+        const cannot = (detail: string) =>
+          this.refusal(
+            `${cls} cannot start from this state: built with it as its config, ${detail}. ${SET_STATE_ADVICE}`,
+          );
         let reached: unknown;
         try {
           reached = await this.build({ init, calls: [] });
         } catch (error) {
-          throw this.refusal(
-            `${cls} cannot start from this state: built with it as its config, ${reason(error)}`,
-          );
+          throw cannot(reason(error));
         }
-        if (!jsonEqual(reached, state))
-          throw this.refusal(
-            `${cls} cannot start from this state: built with it as its config, ${describeDifference(state, reached)}. ` +
-              "Give the class set_state(state) (and get_state()) to restore any state",
-          );
+        if (!jsonEqual(reached, state)) throw cannot(describeDifference(state, reached));
         this.current = reached;
       }
       this.steps = 0;
@@ -442,19 +440,17 @@ class PythonInstance implements SeededInstance {
       let reached = await this.build({ init, calls: [] });
       if (!jsonEqual(reached, lineage.base)) {
         init = { method: this.environment.descriptor.init.method, config: lineage.base };
+        const cannot = (detail: string) =>
+          this.refusal(
+            `cannot rebuild the session: its calls start from a state (set from outside, or changed by another ` +
+              `simulator) that ${cls} cannot be built at: with it as its config, ${detail}. ${SET_STATE_ADVICE}`,
+          );
         try {
           reached = await this.build({ init, calls: [] });
         } catch (error) {
-          throw this.refusal(
-            `cannot rebuild the session: its calls start from a state ${cls} cannot be built at (${reason(error)})`,
-          );
+          throw cannot(reason(error));
         }
-        if (!jsonEqual(reached, lineage.base))
-          throw this.refusal(
-            `cannot rebuild the session: its calls start from a state (set from outside) that ${cls} cannot be ` +
-              `built at: with it as its config, ${describeDifference(lineage.base, reached)}. ` +
-              "Give the class set_state(state) (and get_state()) to restore any state",
-          );
+        if (!jsonEqual(reached, lineage.base)) throw cannot(describeDifference(lineage.base, reached));
       }
       const kept: ReplayCall[] = [];
       reached = await this.replayCalls(lineage.calls, kept);
@@ -646,6 +642,8 @@ class PythonInstance implements SeededInstance {
     return run;
   }
 }
+
+const SET_STATE_ADVICE = "Give the class set_state(state) (and get_state()) to restore any state";
 
 /** Where two states first differ, for messages. */
 function describeDifference(expected: unknown, reached: unknown): string {

@@ -1,61 +1,165 @@
 import type { Tool } from "../../catalog/tool.js";
+import {
+  isReplayingEnvironment,
+  type ReplayCall,
+  type ReplayLineage,
+  type SeededInstance,
+} from "../../envs/python/environment.js";
 import type { Environment, EnvironmentInstance } from "../../envs/types.js";
+import type { HistoryEntry } from "../../sessions/types.js";
 import type { SimulationContext, SimulationResult, Simulator } from "../types.js";
 
+export interface CodeSimulatorOptions {
+  /**
+   * How many sessions keep a live environment instance (a Python instance holds a process of ~16 MB).
+   * Beyond it the least recently used idle instance is closed; its session is rebuilt from the store when
+   * it is called again. Default 64.
+   */
+  maxLiveInstances?: number;
+}
+
+export const DEFAULT_MAX_LIVE_INSTANCES = 64;
+
+interface Live {
+  instance: EnvironmentInstance;
+  /** The snapshot whose state the instance holds. */
+  snapshotIndex: number;
+  /** Calls running on it: a busy instance is never evicted. */
+  busy: number;
+}
+
 /**
- * The exact simulator: runs the tool's real implementation in an executable environment. One live
- * instance per session, rebuilt from the stored state whenever the session's state moved without it
- * (a reset, a fork, a state set from outside, a restart).
+ * The exact simulator: runs the tool's real implementation in an executable environment. Live instances
+ * are kept per session, at most `maxLiveInstances` of them (least recently used closed first), and rebuilt
+ * whenever the session's state moved without them (a reset, a fork, a state set from outside, a restart,
+ * an eviction). Environments that can start from any state (TypeScript) are built from the stored state;
+ * Python environments are placed there exactly, through the class's set_state or by replaying the
+ * session's calls with the seeds they ran under, and a state neither reaches is refused with an error.
  */
 export class CodeSimulator implements Simulator {
   readonly name = "code" as const;
-  private readonly instances = new Map<string, { instance: EnvironmentInstance; snapshotIndex: number }>();
+  /** Insertion order is recency: a used entry is moved to the end. */
+  private readonly live = new Map<string, Live>();
   private readonly toolNames: Set<string>;
+  private readonly maxLive: number;
 
   constructor(
     readonly environment: Environment,
     private readonly seed?: string,
+    options: CodeSimulatorOptions = {},
   ) {
     this.toolNames = new Set(environment.tools.map((tool) => tool.name));
+    this.maxLive = Math.max(1, Math.floor(options.maxLiveInstances ?? DEFAULT_MAX_LIVE_INSTANCES));
   }
 
   handles(tool: Tool): boolean {
     return this.toolNames.has(tool.name);
   }
 
+  /** How many sessions hold a live instance now. */
+  get liveInstances(): number {
+    return this.live.size;
+  }
+
   async simulate(context: SimulationContext): Promise<SimulationResult> {
-    const instance = await this.instanceFor(context);
-    const transition = await instance.step({ name: context.tool.name, arguments: context.arguments });
+    const entry = await this.acquire(context);
+    const call = { name: context.tool.name, arguments: context.arguments };
+    // Python steps run under the engine's per-call seed, recorded with the call so a replay repeats it.
+    const seed = isReplayingEnvironment(this.environment) ? context.random.seed : undefined;
+    let transition: Awaited<ReturnType<EnvironmentInstance["step"]>>;
+    try {
+      transition =
+        seed !== undefined
+          ? await (entry.instance as SeededInstance).step(call, { seed })
+          : await entry.instance.step(call);
+    } catch (error) {
+      this.drop(context.sessionId, entry);
+      throw error;
+    } finally {
+      entry.busy--;
+    }
     // The instance now holds the state of the snapshot this step will produce (if it changes anything).
-    this.instances.set(context.sessionId, {
-      instance,
-      snapshotIndex: context.snapshotIndex + (transition.changes.length > 0 ? 1 : 0),
-    });
+    entry.snapshotIndex = context.snapshotIndex + (transition.changes.length > 0 ? 1 : 0);
+    this.evict();
     return {
       status: transition.success ? "ok" : "tool_error",
       observation: transition.observation,
       changes: transition.changes,
+      ...(seed !== undefined ? { seed } : {}),
     };
   }
 
   forget(sessionId: string): void {
-    const entry = this.instances.get(sessionId);
-    this.instances.delete(sessionId);
-    void entry?.instance.close();
+    const entry = this.live.get(sessionId);
+    if (entry) this.drop(sessionId, entry);
   }
 
   async close(): Promise<void> {
-    for (const sessionId of [...this.instances.keys()]) this.forget(sessionId);
+    const closing = [...this.live.values()].map((entry) => entry.instance.close().catch(() => undefined));
+    this.live.clear();
+    await Promise.all(closing);
     await this.environment.close?.();
   }
 
-  private async instanceFor(context: SimulationContext): Promise<EnvironmentInstance> {
-    const cached = this.instances.get(context.sessionId);
-    if (cached && cached.snapshotIndex === context.snapshotIndex) return cached.instance;
-    if (cached) void cached.instance.close();
-    return this.environment.create({
+  /** The session's live instance at the context's snapshot (marked busy), rebuilt when it is not there. */
+  private async acquire(context: SimulationContext): Promise<Live> {
+    const cached = this.live.get(context.sessionId);
+    if (cached && cached.snapshotIndex === context.snapshotIndex) {
+      this.live.delete(context.sessionId);
+      this.live.set(context.sessionId, cached);
+      cached.busy++;
+      return cached;
+    }
+    if (cached) this.drop(context.sessionId, cached);
+    const instance = await this.open(context);
+    const entry: Live = { instance, snapshotIndex: context.snapshotIndex, busy: 1 };
+    const raced = this.live.get(context.sessionId);
+    if (raced) this.drop(context.sessionId, raced);
+    this.live.set(context.sessionId, entry);
+    this.evict();
+    return entry;
+  }
+
+  private async open(context: SimulationContext): Promise<EnvironmentInstance> {
+    const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
+    if (!isReplayingEnvironment(this.environment))
+      return this.environment.create({ state: context.state, seed });
+    const lineage = context.lineage;
+    return this.environment.restore({
       state: context.state,
-      seed: `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`,
+      seed,
+      ...(lineage
+        ? {
+            lineage: async (): Promise<ReplayLineage> => {
+              const found = await lineage(
+                (entry) => entry.simulator === this.name && entry.result.status === "ok",
+              );
+              return { base: found.base, calls: found.entries.map(replayCall) };
+            },
+          }
+        : {}),
     });
   }
+
+  /** Closes least recently used idle instances until at most `maxLive` remain. */
+  private evict(): void {
+    for (const [sessionId, entry] of this.live) {
+      if (this.live.size <= this.maxLive) return;
+      if (entry.busy === 0) this.drop(sessionId, entry);
+    }
+  }
+
+  private drop(sessionId: string, entry: Live): void {
+    if (this.live.get(sessionId) === entry) this.live.delete(sessionId);
+    void entry.instance.close().catch(() => undefined);
+  }
+}
+
+function replayCall(entry: HistoryEntry): ReplayCall {
+  const args = entry.request.arguments;
+  return {
+    name: entry.request.name,
+    arguments: typeof args === "string" ? JSON.parse(args) : args,
+    ...(entry.seed !== undefined ? { seed: entry.seed } : {}),
+  };
 }
