@@ -10,6 +10,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   envs: async () => (await import("./envs.js")).benchEnvs(),
   server: async () => (await import("./server.js")).benchServer(),
   envsim: async () => (await import("./envsim.js")).benchEnvsim(),
+  state: async () => (await import("./state.js")).benchState(),
 };
 
 async function main(): Promise<void> {

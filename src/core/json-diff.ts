@@ -55,13 +55,16 @@ export function same(a: unknown, b: unknown): boolean {
 
 /** JSON Patch-style changes turning `before` into `after`. */
 export function diffJson(before: unknown, after: unknown, path = ""): JsonChange[] {
-  if (same(before, after)) return [];
+  // Identical objects are equal: states share every subtree a step did not touch, so this skips them.
+  if (before === after) return [];
   if (isObject(before) && isObject(after)) {
     const changes: JsonChange[] = [];
     for (const key of Object.keys(before)) {
-      const child = `${path}/${escapeToken(key)}`;
-      if (!Object.hasOwn(after, key)) changes.push({ op: "remove", path: child, before: before[key] });
-      else changes.push(...diffJson(before[key], after[key], child));
+      if (!Object.hasOwn(after, key)) {
+        changes.push({ op: "remove", path: `${path}/${escapeToken(key)}`, before: before[key] });
+      } else if (before[key] !== after[key]) {
+        changes.push(...diffJson(before[key], after[key], `${path}/${escapeToken(key)}`));
+      }
     }
     for (const key of Object.keys(after)) {
       if (!Object.hasOwn(before, key))
@@ -72,7 +75,8 @@ export function diffJson(before: unknown, after: unknown, path = ""): JsonChange
   if (Array.isArray(before) && Array.isArray(after)) {
     const changes: JsonChange[] = [];
     const common = Math.min(before.length, after.length);
-    for (let i = 0; i < common; i++) changes.push(...diffJson(before[i], after[i], `${path}/${i}`));
+    for (let i = 0; i < common; i++)
+      if (before[i] !== after[i]) changes.push(...diffJson(before[i], after[i], `${path}/${i}`));
     for (let i = common; i < after.length; i++)
       changes.push({ op: "add", path: `${path}/${i}`, after: after[i] });
     // Remove from the end so that each index is still right when its turn comes.
@@ -80,7 +84,7 @@ export function diffJson(before: unknown, after: unknown, path = ""): JsonChange
       changes.push({ op: "remove", path: `${path}/${i}`, before: before[i] });
     return changes;
   }
-  return [{ op: "replace", path, before, after }];
+  return same(before, after) ? [] : [{ op: "replace", path, before, after }];
 }
 
 /**
@@ -88,13 +92,14 @@ export function diffJson(before: unknown, after: unknown, path = ""): JsonChange
  * Paths join keys with "."; as in EnvSimBench, a key that itself contains "." makes its path ambiguous.
  */
 export function diffEnvSim(before: unknown, after: unknown, path: string[] = []): EnvSimChange[] {
-  if (same(before, after)) return [];
+  if (before === after) return [];
   if (isObject(before) && isObject(after)) {
     const changes: EnvSimChange[] = [];
     for (const key of Object.keys(before)) {
       if (!Object.hasOwn(after, key))
         changes.push({ path: [...path, key].join("."), type: "removed", before: before[key] });
-      else changes.push(...diffEnvSim(before[key], after[key], [...path, key]));
+      else if (before[key] !== after[key])
+        changes.push(...diffEnvSim(before[key], after[key], [...path, key]));
     }
     for (const key of Object.keys(after)) {
       if (!Object.hasOwn(before, key))
@@ -102,7 +107,7 @@ export function diffEnvSim(before: unknown, after: unknown, path: string[] = [])
     }
     return changes;
   }
-  return [{ path: path.join("."), type: "modified", before, after }];
+  return same(before, after) ? [] : [{ path: path.join("."), type: "modified", before, after }];
 }
 
 /**
