@@ -71,6 +71,8 @@ async function replayOfHistory(engine: Engine, session: string): Promise<unknown
   return state;
 }
 
+/** A class built from a config (which it ignores): the old state-as-config rebuild did not fail outright. */
+const TAKES_CONFIG = "counter-config-ignoring.yaml";
 const add = (n: number) => ({ name: "add", arguments: { n } });
 const roll = { name: "roll", arguments: {} };
 
@@ -103,7 +105,7 @@ describe("Python environments under the engine", () => {
   });
 
   it("a failed call that changed the object before failing leaves no trace (engine and env run)", async () => {
-    const { engine, environment } = await serve("counter.yaml");
+    const { engine, environment } = await serve(TAKES_CONFIG);
     const session = await engine.createSession();
     await engine.call(session.id, add(5));
     const raised = await engine.call(session.id, { name: "add_then_fail", arguments: { n: 7 } });
@@ -140,8 +142,6 @@ describe("Python environments under the engine", () => {
       const b = await first.engine.fork(a.id, 2); // after add 4 and one roll
       await first.engine.call(b.id, roll);
       const before = { a: await first.engine.state(a.id), b: await first.engine.state(b.id) };
-      const history = await first.engine.history(a.id);
-      expect(history.filter((entry) => entry.result.status === "ok").every((entry) => entry.seed)).toBe(true);
       await first.close();
 
       const second = await serve(descriptor, first.db);
@@ -149,6 +149,9 @@ describe("Python environments under the engine", () => {
       await expectConsistent(second.engine, a.id, 4);
       await expectConsistent(second.engine, b.id, 3);
       expect(await second.engine.state(b.id)).toEqual(before.b);
+      // Every call that succeeded was stored with the seed it ran under.
+      const history = await second.engine.history(a.id);
+      expect(history.filter((entry) => entry.result.status === "ok").every((entry) => entry.seed)).toBe(true);
       const rolled = await second.engine.call(a.id, roll);
       expect(rolled.status).toBe("ok");
       for (const id of [a.id, b.id])
@@ -183,7 +186,7 @@ describe("Python environments under the engine", () => {
   });
 
   it("a call that hangs in one session does not fail or hold up calls of other sessions", async () => {
-    const { engine } = await serve("counter.yaml");
+    const { engine } = await serve(TAKES_CONFIG);
     const [slow, fast] = [await engine.createSession(), await engine.createSession()];
     await engine.call(slow.id, add(1));
     await engine.call(fast.id, add(1));
@@ -210,7 +213,7 @@ describe("Python environments under the engine", () => {
   });
 
   it("tool code writing to stdout without a newline, or reading stdin, cannot touch the protocol", async () => {
-    const { engine } = await serve("counter.yaml");
+    const { engine } = await serve(TAKES_CONFIG);
     const session = await engine.createSession();
     const started = Date.now();
     const chatty = await engine.call(session.id, { name: "chatty", arguments: {} });
@@ -223,7 +226,7 @@ describe("Python environments under the engine", () => {
   });
 
   it("numbers JSON cannot hold exactly are refused with the reason, never rounded", async () => {
-    const { engine } = await serve("counter.yaml");
+    const { engine } = await serve(TAKES_CONFIG);
     const session = await engine.createSession();
     await engine.call(session.id, add(3));
     const big = await engine.call(session.id, { name: "big", arguments: {} });
@@ -249,7 +252,7 @@ describe("Python environments under the engine", () => {
 
 describe("Python instances and their processes", () => {
   it("each instance has its own process; a crash is repaired by replay with no KeyError", async () => {
-    const environment: PythonEnvironment = await loadPythonEnvironment(join(PY, "counter.yaml"));
+    const environment: PythonEnvironment = await loadPythonEnvironment(join(PY, TAKES_CONFIG));
     open.push(environment);
     const one = await environment.create({ seed: 1 });
     const two = await environment.create({ seed: 2 });
