@@ -45,6 +45,13 @@ export interface GuestHost {
   id(prefix?: string): string;
 }
 
+/**
+ * Called from the interrupt handler while the guest runs (every few thousand instructions), with the
+ * call's deadline (performance.now() time). A worker uses it to yield the CPU (see worker.ts); it must not
+ * sleep past the deadline.
+ */
+export type Pace = (deadline: number) => void;
+
 export interface GuestLimits {
   timeLimitMs: number;
   memoryLimitBytes: number;
@@ -149,9 +156,9 @@ export class SandboxEngine {
   }
 
   /** Like run, but answers with the unread outcome (what a worker thread sends back to the host). */
-  execute(request: GuestRequest, host: GuestHost, limits: GuestLimits): RawOutcome {
+  execute(request: GuestRequest, host: GuestHost, limits: GuestLimits, pace?: Pace): RawOutcome {
     try {
-      return this.runInFreshContext(request, host, limits);
+      return this.runInFreshContext(request, host, limits, pace);
     } catch (error) {
       this.discard();
       const overflow = error instanceof RangeError && /call stack/i.test(error.message);
@@ -175,7 +182,12 @@ export class SandboxEngine {
     }
   }
 
-  private runInFreshContext(request: GuestRequest, host: GuestHost, limits: GuestLimits): RawOutcome {
+  private runInFreshContext(
+    request: GuestRequest,
+    host: GuestHost,
+    limits: GuestLimits,
+    pace: Pace | undefined,
+  ): RawOutcome {
     const scope = new Scope();
     let healthy = false;
     let release: (() => void) | undefined;
@@ -185,6 +197,7 @@ export class SandboxEngine {
       let deadline = Number.POSITIVE_INFINITY;
       let timedOut = false;
       runtime.setInterruptHandler(() => {
+        if (pace && deadline !== Number.POSITIVE_INFINITY) pace(deadline);
         if (performance.now() <= deadline) return false;
         timedOut = true;
         return true;

@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
@@ -24,7 +25,9 @@ import type { HostAnswer, HostCall, RunMessage, SandboxWorkerData, WorkerMessage
  * starts another worker for the calls waiting behind it, up to `maxWorkers` threads in all, so a few
  * slow or hostile calls delay the others by at most `slowAfterMs` (plus a worker's start), not by their
  * time limits. At `maxWorkers` busy threads calls wait for the first to finish. Workers beyond `size`
- * are stopped after `idleMs` without work.
+ * are stopped after `idleMs` without work. Slow calls also yield the CPU while fresh calls need it
+ * (retune below, pace in worker.ts), like a scheduler that favours short jobs: ten looping tools on a
+ * two-core machine share one core between them and leave the other to everything else.
  *
  * Time limits. A call's time limit counts its own execution: the worker starts the clock when the
  * guest starts, so time spent in the queue is not charged to the tool (a fair limit for the tool's
@@ -89,6 +92,9 @@ export class SandboxPool {
   private started = 0;
   private closed = false;
   private warming: Promise<void> | undefined;
+  private readonly cores = availableParallelism();
+  private readonly pacing = new SharedArrayBuffer(4);
+  private readonly share = new Int32Array(this.pacing);
 
   constructor(options: SandboxPoolOptions = {}) {
     this.size = positiveInteger("size", options.size ?? Math.min(4, availableParallelism()));
@@ -113,7 +119,7 @@ export class SandboxPool {
     });
   }
 
-  /** Starts a worker if there is none and waits until one has loaded the engine (errors surface here). */
+  /** Starts the `size` workers and waits until one runs a call (errors surface here). */
   warm(): Promise<void> {
     if (!this.warming) {
       const attempt = this.tryWarm();
@@ -126,6 +132,8 @@ export class SandboxPool {
   }
 
   private async tryWarm(): Promise<void> {
+    // All `size` workers load now, in parallel, so that the first calls do not wait for them.
+    while (this.slots.size < this.size) this.spawn();
     const outcome = await this.run({ code: "() => null", input: '{"state":{},"args":{}}' }, IDLE_HOST, {
       timeLimitMs: 10_000,
       memoryLimitBytes: 16 * 1024 * 1024,
@@ -161,8 +169,34 @@ export class SandboxPool {
     await Promise.allSettled(stopping);
   }
 
-  /** Hands waiting calls to workers while the rules above allow. */
   private pump(): void {
+    this.dispatch();
+    this.retune();
+  }
+
+  /**
+   * Sets how much CPU each slow call may use. They are left alone unless something else needs the
+   * cores: fresh calls (running, loading or waiting) or, with as many slow calls as cores, the host's own
+   * thread. Then the slow calls share all cores but one between them, each at least 2% of a core.
+   */
+  private retune(): void {
+    let slow = 0;
+    let fresh = 0;
+    for (const slot of this.slots) {
+      if (!slot.job) continue;
+      if (slot.slow) slow++;
+      else fresh++;
+    }
+    let permille = 1000;
+    if (slow > 0 && (fresh > 0 || this.queue.length > 0 || slow >= this.cores)) {
+      const cores = Math.max(1, this.cores - 1);
+      permille = Math.max(20, Math.min(1000, Math.floor((1000 * cores) / slow)));
+    }
+    Atomics.store(this.share, 0, permille);
+  }
+
+  /** Hands waiting calls to workers while the rules above allow. */
+  private dispatch(): void {
     while (this.queue.length > 0 && !this.closed) {
       let holding = 0;
       let free: Slot | undefined;
@@ -186,6 +220,13 @@ export class SandboxPool {
     slot.jobId = this.nextJobId++;
     slot.slow = false;
     slot.worker.ref();
+    // Counted from here, not from the start: a call whose worker is still loading holds its slot no longer.
+    slot.timers.push(
+      setTimeout(() => {
+        slot.slow = true;
+        this.pump();
+      }, this.slowAfterMs),
+    );
     if (slot.ready) this.start(slot);
   }
 
@@ -200,13 +241,7 @@ export class SandboxPool {
       memoryLimitBytes: job.limits.memoryLimitBytes,
     };
     slot.worker.postMessage(message);
-    slot.timers.push(
-      setTimeout(() => {
-        slot.slow = true;
-        this.pump();
-      }, this.slowAfterMs),
-      setTimeout(() => this.overrun(slot), job.limits.timeLimitMs + this.graceMs),
-    );
+    slot.timers.push(setTimeout(() => this.overrun(slot), job.limits.timeLimitMs + this.graceMs));
   }
 
   /** The worker did not answer in time: it is terminated and the call gets the time-limit error. */
@@ -241,7 +276,12 @@ export class SandboxPool {
   private spawn(): Slot {
     const signal = new SharedArrayBuffer(4);
     const channel = new MessageChannel();
-    const data: SandboxWorkerData = { signal, hostPort: channel.port2 };
+    const data: SandboxWorkerData = {
+      signal,
+      hostPort: channel.port2,
+      pacing: this.pacing,
+      slowAfterMs: this.slowAfterMs,
+    };
     const worker = createWorker(data, [channel.port2]);
     this.started++;
     const slot: Slot = {
@@ -350,18 +390,64 @@ function describeWorkerError(error: unknown): string {
 
 /**
  * The worker's entry. From the build it is `sandbox-worker.js` beside the bundle (tsup.config.ts names it
- * so); from source (tests, `npm run terrarium`) it is worker.ts, loaded through tsx like other TypeScript.
+ * so). From source (tests, `npm run terrarium`) worker.ts is bundled once per process with esbuild (a
+ * development dependency) into node_modules/.cache, which makes a worker start in tens of milliseconds;
+ * without esbuild it is loaded through tsx, like other TypeScript, which takes a few hundred.
  */
 function createWorker(workerData: SandboxWorkerData, transferList: MessagePort[]): Worker {
   const built = new URL("./sandbox-worker.js", import.meta.url);
   if (built.protocol === "file:" && existsSync(fileURLToPath(built))) {
     return new Worker(built, { workerData, transferList });
   }
-  const source = new URL("./worker.ts", import.meta.url).href;
-  const boot = `import(${JSON.stringify(tsxApi())}).then((api) => api.tsImport(${JSON.stringify(source)}, ${JSON.stringify(source)})).catch((error) => {
+  const source = new URL("./worker.ts", import.meta.url);
+  const bundle = bundledSource(source);
+  if (bundle) return new Worker(bundle, { workerData, transferList });
+  const boot = `import(${JSON.stringify(tsxApi())}).then((api) => api.tsImport(${JSON.stringify(source.href)}, ${JSON.stringify(source.href)})).catch((error) => {
   require("node:worker_threads").parentPort.postMessage({ type: "broken", message: String(error && error.message || error) });
 });`;
   return new Worker(boot, { eval: true, workerData, transferList });
+}
+
+let bundled: URL | null | undefined;
+
+function bundledSource(source: URL): URL | undefined {
+  if (bundled !== undefined) return bundled ?? undefined;
+  bundled = null;
+  try {
+    const root = fileURLToPath(new URL("../../../", source));
+    const modules = join(root, "node_modules");
+    if (!existsSync(modules)) return undefined;
+    const esbuild = createRequire(import.meta.url)("esbuild") as {
+      buildSync(options: Record<string, unknown>): { outputFiles: Array<{ text: string }> };
+    };
+    const output = esbuild.buildSync({
+      entryPoints: [fileURLToPath(source)],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      packages: "external",
+      write: false,
+    }).outputFiles[0]?.text;
+    if (!output) return undefined;
+    // Named by content, so processes built from different sources never share a file; written whole
+    // (rename) so a process never starts a half-written one.
+    const directory = join(modules, ".cache", "terrarium");
+    const file = join(
+      directory,
+      `sandbox-worker-${createHash("sha256").update(output).digest("hex").slice(0, 16)}.mjs`,
+    );
+    if (!existsSync(file)) {
+      mkdirSync(directory, { recursive: true });
+      const partial = `${file}.${process.pid}.tmp`;
+      writeFileSync(partial, output);
+      renameSync(partial, file);
+    }
+    bundled = pathToFileURL(file);
+  } catch {
+    bundled = null;
+  }
+  return bundled ?? undefined;
 }
 
 /** The file URL of tsx's ESM API (an eval'd worker cannot resolve package names from here). */

@@ -16,6 +16,12 @@ export interface SandboxWorkerData {
   /** One Int32: 0 while a host call is pending, 1 once its answer has been posted. */
   signal: SharedArrayBuffer;
   hostPort: MessagePort;
+  /**
+   * Shared by all the pool's workers, one Int32: the share of a core (in thousandths) that each call
+   * running longer than `slowAfterMs` may take right now; 1000 = no limit (see pool.ts).
+   */
+  pacing: SharedArrayBuffer;
+  slowAfterMs: number;
 }
 
 export type HostOperation = "now" | "clock" | "random" | "id";

@@ -17,8 +17,35 @@ import type {
 
 if (!parentPort) throw new Error("the sandbox worker must run in a worker thread");
 const port = parentPort;
-const { signal, hostPort } = workerData as SandboxWorkerData;
+const { signal, hostPort, pacing, slowAfterMs } = workerData as SandboxWorkerData;
 const flag = new Int32Array(signal);
+const share = new Int32Array(pacing);
+/** Never notified: Atomics.wait on it is a sleep that uses no CPU. */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Length of one run-then-sleep cycle of a paced call. */
+const PACE_PERIOD_MS = 20;
+
+let callStarted = 0;
+let sliceStarted = 0;
+
+/**
+ * A call that has run longer than slowAfterMs yields the CPU while the pool asks it to: it runs its share
+ * of each period and sleeps the rest (never past its deadline), so fresh calls, new workers and the
+ * host's thread get the cores. Its time limit is wall-clock time and keeps running while it sleeps.
+ */
+function pace(deadline: number): void {
+  const now = performance.now();
+  if (now - callStarted < slowAfterMs) return;
+  const allowed = Atomics.load(share, 0) / 1000;
+  if (allowed >= 1) {
+    sliceStarted = now;
+    return;
+  }
+  if (now - sliceStarted < PACE_PERIOD_MS * allowed) return;
+  const pause = Math.min(PACE_PERIOD_MS * (1 - allowed), deadline - now);
+  if (pause > 0) Atomics.wait(sleeper, 0, 0, pause);
+  sliceStarted = performance.now();
+}
 
 function ask(operation: HostOperation, argument?: string): string | number {
   Atomics.store(flag, 0, 0);
@@ -48,10 +75,17 @@ port.on("message", async (message: RunMessage) => {
   try {
     // The engine is loaded again here after a run that had to drop it.
     const engine = await sandboxEngine();
-    raw = engine.execute({ code: message.code, input: message.input }, host, {
-      timeLimitMs: message.timeLimitMs,
-      memoryLimitBytes: message.memoryLimitBytes,
-    });
+    callStarted = performance.now();
+    sliceStarted = callStarted;
+    raw = engine.execute(
+      { code: message.code, input: message.input },
+      host,
+      {
+        timeLimitMs: message.timeLimitMs,
+        memoryLimitBytes: message.memoryLimitBytes,
+      },
+      pace,
+    );
   } catch (error) {
     raw = {
       kind: "failed",
