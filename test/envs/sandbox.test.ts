@@ -316,32 +316,31 @@ describe("sandboxed environments: hostile and broken tools", () => {
     effect: "write",
     code,
   });
-  const hostile = defineSandboxedEnvironment(
-    {
-      kind: "quickjs",
-      name: "hostile",
-      description: "Tools that misbehave, next to one that does not.",
-      initialState: { counter: 0 },
-      tools: [
-        tool("bump", "(ctx) => { ctx.state.counter += 1; return { counter: ctx.state.counter }; }"),
-        tool("spin", "(ctx) => { ctx.state.counter = -1; while (true) {} }"),
-        tool("spin_stubbornly", "() => { for (;;) { try { while (true) {} } catch (e) {} } }"),
-        tool(
-          "spin_in_microtasks",
-          "() => { const again = () => Promise.resolve().then(again); again(); return again(); }",
-        ),
-        tool(
-          "hoard",
-          `(ctx) => {
+  const hostileDescriptor: SandboxedEnvironmentDescriptor = {
+    kind: "quickjs",
+    name: "hostile",
+    description: "Tools that misbehave, next to one that does not.",
+    initialState: { counter: 0 },
+    tools: [
+      tool("bump", "(ctx) => { ctx.state.counter += 1; return { counter: ctx.state.counter }; }"),
+      tool("spin", "(ctx) => { ctx.state.counter = -1; while (true) {} }"),
+      tool("spin_stubbornly", "() => { for (;;) { try { while (true) {} } catch (e) {} } }"),
+      tool(
+        "spin_in_microtasks",
+        "() => { const again = () => Promise.resolve().then(again); again(); return again(); }",
+      ),
+      tool(
+        "hoard",
+        `(ctx) => {
             ctx.state.counter = -1;
             const page = "lorem ipsum ".repeat(5000).toUpperCase();
             const pages = [];
             for (let i = 0; ; i++) pages.push(page.slice(i % 10));
           }`,
-        ),
-        tool(
-          "hoard_and_catch",
-          `() => {
+      ),
+      tool(
+        "hoard_and_catch",
+        `() => {
             try {
               const page = "dolor sit amet ".repeat(4000).toLowerCase();
               const pages = [];
@@ -350,51 +349,54 @@ describe("sandboxed environments: hostile and broken tools", () => {
               return "survived: " + error;
             }
           }`,
-        ),
-        tool("use_process", "(ctx) => { ctx.state.counter = -1; return process.env; }"),
-        tool("use_require", "() => require('fs').readFileSync('/etc/passwd', 'utf8')"),
-        tool("use_fetch", "async () => (await fetch('http://example.com')).text()"),
-        tool(
-          "import_fs",
-          "async (ctx) => { const fs = await import('fs'); ctx.state.counter = -1; return fs; }",
-        ),
-        tool("function_constructor", "() => (function () {}).constructor('return process')()"),
-        tool(
-          "pollute",
-          "(ctx) => { Object.prototype.isAdmin = true; ctx.state.counter = -1; return 'done'; }",
-        ),
-        tool(
-          "litter",
-          "() => { globalThis.leftover = 1; Array.prototype.extra = 2; JSON.stringify = () => '{}'; return 'littered'; }",
-        ),
-        tool(
-          "inspect",
-          `() => ({
+      ),
+      tool("use_process", "(ctx) => { ctx.state.counter = -1; return process.env; }"),
+      tool("use_require", "() => require('fs').readFileSync('/etc/passwd', 'utf8')"),
+      tool("use_fetch", "async () => (await fetch('http://example.com')).text()"),
+      tool(
+        "import_fs",
+        "async (ctx) => { const fs = await import('fs'); ctx.state.counter = -1; return fs; }",
+      ),
+      tool("function_constructor", "() => (function () {}).constructor('return process')()"),
+      tool("pollute", "(ctx) => { Object.prototype.isAdmin = true; ctx.state.counter = -1; return 'done'; }"),
+      tool(
+        "litter",
+        "() => { globalThis.leftover = 1; Array.prototype.extra = 2; JSON.stringify = () => '{}'; return 'littered'; }",
+      ),
+      tool(
+        "inspect",
+        `() => ({
             process: typeof process, require: typeof require, fetch: typeof fetch, os: typeof globalThis.os,
             std: typeof globalThis.std, setTimeout: typeof setTimeout, console: typeof console,
             WebAssembly: typeof WebAssembly, isAdmin: ({}).isAdmin ?? null, leftover: typeof leftover,
             extra: [].extra ?? null, stringify: JSON.stringify({ a: 1 }),
           })`,
-        ),
-        tool("recurse", "() => { const deeper = (n) => deeper(n + 1) + 1; return deeper(0); }"),
-        tool("throw_text", "() => { throw 'plain text'; }"),
-        tool(
-          "catch_own_fail",
-          "(ctx) => { try { ctx.fail('no, and no') } catch (e) {} ctx.state.counter = -1; return 'ignored'; }",
-        ),
-        tool("never_settles", "() => new Promise(() => {})"),
-        tool(
-          "circular",
-          "(ctx) => { const loop = {}; loop.self = loop; ctx.state.loop = loop; return 'ok'; }",
-        ),
-        tool("replace_state", "(ctx) => { ctx.state = [1, 2, 3]; return 'replaced'; }"),
-        tool("not_a_function", "42"),
-        tool("broken_syntax", "(ctx) => { return ctx.state.counter +; }"),
-        tool("async_bump", "async (ctx) => { await null; ctx.state.counter += 10; return 'later'; }"),
-      ],
-    },
-    { timeLimitMs: 200, memoryLimitBytes: 8 * 1024 * 1024 },
-  );
+      ),
+      tool("recurse", "() => { const deeper = (n) => deeper(n + 1) + 1; return deeper(0); }"),
+      tool("throw_text", "() => { throw 'plain text'; }"),
+      tool(
+        "catch_own_fail",
+        "(ctx) => { try { ctx.fail('no, and no') } catch (e) {} ctx.state.counter = -1; return 'ignored'; }",
+      ),
+      tool("never_settles", "() => new Promise(() => {})"),
+      tool("circular", "(ctx) => { const loop = {}; loop.self = loop; ctx.state.loop = loop; return 'ok'; }"),
+      tool("replace_state", "(ctx) => { ctx.state = [1, 2, 3]; return 'replaced'; }"),
+      tool("not_a_function", "42"),
+      tool("broken_syntax", "(ctx) => { return ctx.state.counter +; }"),
+      tool("async_bump", "async (ctx) => { await null; ctx.state.counter += 10; return 'later'; }"),
+      tool(
+        "pollute_host",
+        `(ctx) => {
+            ctx.state = JSON.parse('{"counter": 5, "__proto__": {"polluted": 1}, "inner": {"__proto__": {"polluted": 2}}}');
+            return JSON.parse('{"__proto__": {"polluted": 3}}');
+          }`,
+      ),
+    ],
+  };
+  const hostile = defineSandboxedEnvironment(hostileDescriptor, {
+    timeLimitMs: 200,
+    memoryLimitBytes: 8 * 1024 * 1024,
+  });
 
   /** Runs a misbehaving tool, checks that it failed and changed nothing, and that a normal call still works. */
   async function expectContained(instance: EnvironmentInstance, name: string): Promise<string> {
@@ -419,11 +421,22 @@ describe("sandboxed environments: hostile and broken tools", () => {
     expect(await expectContained(instance, "spin_stubbornly")).toBe(
       "the tool ran longer than 200 ms and was stopped",
     );
-    // Each queued promise job allocates, so on a loaded machine the memory limit can be reached first:
-    // either limit ends the call cleanly.
-    expect(await expectContained(instance, "spin_in_microtasks")).toMatch(
-      /^the tool (ran longer than 200 ms and was stopped|exceeded its memory limit of 8 MB)$/,
-    );
+  });
+
+  it("ends an endless promise chain at the memory limit, with terrarium's message", async () => {
+    // Each link of the chain stays alive, so it grows until memory runs out. With 2 MB that takes tens of
+    // milliseconds, far inside the time limit, so the outcome does not depend on the machine's speed;
+    // and QuickJS, which can fail an internal assertion freeing such a runtime, is never asked to.
+    const chained = defineSandboxedEnvironment(hostileDescriptor, {
+      timeLimitMs: 10_000,
+      memoryLimitBytes: 2 * 1024 * 1024,
+    });
+    const instance = await chained.create({ seed: 1 });
+    for (let round = 0; round < 2; round++) {
+      expect(await expectContained(instance, "spin_in_microtasks")).toBe(
+        "the tool exceeded its memory limit of 2 MB",
+      );
+    }
   });
 
   it("stops unbounded allocation at the memory limit, even when the tool catches the error", async () => {
@@ -480,6 +493,27 @@ describe("sandboxed environments: hostile and broken tools", () => {
     const inspected = await instance.step({ name: "inspect" });
     expect(inspected.observation).toMatchObject({ isAdmin: null, leftover: "undefined", extra: null });
     expect(inspected.observation).toMatchObject({ stringify: '{"a":1}' });
+  });
+
+  it("brings back a state whose keys name the prototype as plain data, and the host's prototypes stay clean", async () => {
+    const instance = await hostile.create({ seed: 1 });
+    const transition = await instance.step({ name: "pollute_host" });
+    expect(transition.success).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.hasOwn(Object.prototype, "polluted")).toBe(false);
+    // "__proto__" arrived as an own key holding data, at the top and inside, not as a prototype.
+    const after = transition.after as Record<string, unknown>;
+    expect(Object.hasOwn(after, "__proto__")).toBe(true);
+    expect(after.polluted).toBeUndefined();
+    expect(JSON.stringify(after)).toBe(
+      '{"counter":5,"__proto__":{"polluted":1},"inner":{"__proto__":{"polluted":2}}}',
+    );
+    expect(JSON.stringify(transition.observation)).toBe('{"__proto__":{"polluted":3}}');
+    expect((transition.observation as Record<string, unknown>).polluted).toBeUndefined();
+    expect(JSON.stringify(await instance.state())).toBe(JSON.stringify(after));
+    const bumped = await instance.step({ name: "bump" });
+    expect(bumped.observation).toEqual({ counter: 6 });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it("reports broken tools clearly and leaves the state alone", async () => {
