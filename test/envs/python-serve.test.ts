@@ -267,4 +267,30 @@ describe("Python instances and their processes", () => {
     expect((a.observation as Peek).calls).toBe(1);
     expect(b.observation).toEqual({ total: 5, rolls: [], calls: 1 });
   });
+
+  it("an object that can be neither pickled nor copied is undone by replay after a failed call", async () => {
+    const environment = await loadPythonEnvironment(join(PY, "counter-unpicklable.yaml"));
+    open.push(environment);
+    const instance = await environment.create({ seed: 1 });
+    await instance.step(add(2));
+    await instance.step(roll);
+    const rolled = (await instance.state()) as { rolls: number[] };
+    const failed = await instance.step({ name: "add_then_fail", arguments: { n: 9 } });
+    expect(failed).toMatchObject({ success: false, changes: [] });
+    const next = await instance.step({ name: "peek", arguments: {} });
+    expect(next.observation).toEqual({ total: 2, rolls: rolled.rolls, calls: 2 });
+  });
+
+  it("a refused reset leaves the instance where it was", async () => {
+    const environment = await loadPythonEnvironment(join(PY, "counter.yaml"));
+    open.push(environment);
+    const instance = await environment.create();
+    await instance.step(add(3));
+    await expect(instance.reset({ total: 8, rolls: [] })).rejects.toThrow(
+      /^Counter cannot start from this state: built with it as its config, it raised TypeError/,
+    );
+    expect(await instance.state()).toEqual({ total: 3, rolls: [] });
+    const next = await instance.step({ name: "peek", arguments: {} });
+    expect(next.observation).toEqual({ total: 3, rolls: [], calls: 1 });
+  });
 });

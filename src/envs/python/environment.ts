@@ -377,35 +377,49 @@ class PythonInstance implements SeededInstance {
 
   /** Back to a fresh instance, or to the given state (set_state, or the state as config; checked). */
   reset(state?: unknown): Promise<void> {
-    return this.exclusive(async () => {
-      const cls = this.environment.descriptor.class;
-      if (state === undefined) {
-        const init = this.environment.freshInit();
-        this.current = await this.build({ init, calls: [] });
-      } else if (this.environment.capabilities.setState) {
-        const reached = await this.build({ init: this.environment.freshInit(), setState: state, calls: [] });
-        if (!jsonEqual(reached, state))
-          throw this.refusal(
-            `${cls}.set_state(state) did not give the state back: ${describeDifference(state, reached)}`,
-          );
-        this.current = reached;
-      } else {
-        const init = { method: this.environment.descriptor.init.method, config: state };
-        const cannot = (detail: string) =>
-          this.refusal(
-            `${cls} cannot start from this state: built with it as its config, ${detail}. ${SET_STATE_ADVICE}`,
-          );
-        let reached: unknown;
-        try {
-          reached = await this.build({ init, calls: [] });
-        } catch (error) {
-          throw cannot(reason(error));
-        }
-        if (!jsonEqual(reached, state)) throw cannot(describeDifference(state, reached));
-        this.current = reached;
+    return this.exclusive(() => this.keepingJournalOnFailure(() => this.resetNow(state)));
+  }
+
+  private async resetNow(state: unknown): Promise<void> {
+    const cls = this.environment.descriptor.class;
+    if (state === undefined) {
+      const init = this.environment.freshInit();
+      this.current = await this.build({ init, calls: [] });
+    } else if (this.environment.capabilities.setState) {
+      const reached = await this.build({ init: this.environment.freshInit(), setState: state, calls: [] });
+      if (!jsonEqual(reached, state))
+        throw this.refusal(
+          `${cls}.set_state(state) did not give the state back: ${describeDifference(state, reached)}`,
+        );
+      this.current = reached;
+    } else {
+      const init = { method: this.environment.descriptor.init.method, config: state };
+      const cannot = (detail: string) =>
+        this.refusal(
+          `${cls} cannot start from this state: built with it as its config, ${detail}. ${SET_STATE_ADVICE}`,
+        );
+      let reached: unknown;
+      try {
+        reached = await this.build({ init, calls: [] });
+      } catch (error) {
+        throw cannot(reason(error));
       }
-      this.steps = 0;
-    });
+      if (!jsonEqual(reached, state)) throw cannot(describeDifference(state, reached));
+      this.current = reached;
+    }
+    this.steps = 0;
+  }
+
+  /** A refused or failed rebuild leaves the instance described by its previous journal (rebuilt at next use). */
+  private async keepingJournalOnFailure(task: () => Promise<void>): Promise<void> {
+    const previous = this.journal;
+    try {
+      await task();
+    } catch (error) {
+      this.journal = previous;
+      this.builtGeneration = -1;
+      throw error;
+    }
   }
 
   close(): Promise<void> {
@@ -433,37 +447,39 @@ class PythonInstance implements SeededInstance {
 
   /** @internal Builds the lineage's base, replays its calls, and checks the state reached. */
   replayTo(lineage: ReplayLineage, target: unknown): Promise<void> {
-    return this.exclusive(async () => {
-      const cls = this.environment.descriptor.class;
-      // The base: a fresh instance when that is the base, else the base as config (checked).
-      let init = this.environment.freshInit();
-      let reached = await this.build({ init, calls: [] });
-      if (!jsonEqual(reached, lineage.base)) {
-        init = { method: this.environment.descriptor.init.method, config: lineage.base };
-        const cannot = (detail: string) =>
-          this.refusal(
-            `cannot rebuild the session: its calls start from a state (set from outside, or changed by another ` +
-              `simulator) that ${cls} cannot be built at: with it as its config, ${detail}. ${SET_STATE_ADVICE}`,
-          );
-        try {
-          reached = await this.build({ init, calls: [] });
-        } catch (error) {
-          throw cannot(reason(error));
-        }
-        if (!jsonEqual(reached, lineage.base)) throw cannot(describeDifference(lineage.base, reached));
-      }
-      const kept: ReplayCall[] = [];
-      reached = await this.replayCalls(lineage.calls, kept);
-      this.journal = { init, calls: kept };
-      if (!jsonEqual(reached, target)) {
-        this.builtGeneration = -1;
-        throw this.refusal(
-          `cannot rebuild the session: replaying its ${lineage.calls.length} calls does not give its stored state ` +
-            `(${describeDifference(target, reached)}); is ${cls} deterministic under a seed?`,
+    return this.exclusive(() => this.keepingJournalOnFailure(() => this.replayNow(lineage, target)));
+  }
+
+  private async replayNow(lineage: ReplayLineage, target: unknown): Promise<void> {
+    const cls = this.environment.descriptor.class;
+    // The base: a fresh instance when that is the base, else the base as config (checked).
+    let init = this.environment.freshInit();
+    let reached = await this.build({ init, calls: [] });
+    if (!jsonEqual(reached, lineage.base)) {
+      init = { method: this.environment.descriptor.init.method, config: lineage.base };
+      const cannot = (detail: string) =>
+        this.refusal(
+          `cannot rebuild the session: its calls start from a state (set from outside, or changed by another ` +
+            `simulator) that ${cls} cannot be built at: with it as its config, ${detail}. ${SET_STATE_ADVICE}`,
         );
+      try {
+        reached = await this.build({ init, calls: [] });
+      } catch (error) {
+        throw cannot(reason(error));
       }
-      this.current = reached;
-    });
+      if (!jsonEqual(reached, lineage.base)) throw cannot(describeDifference(lineage.base, reached));
+    }
+    const kept: ReplayCall[] = [];
+    reached = await this.replayCalls(lineage.calls, kept);
+    this.journal = { init, calls: kept };
+    if (!jsonEqual(reached, target)) {
+      this.builtGeneration = -1;
+      throw this.refusal(
+        `cannot rebuild the session: replaying its ${lineage.calls.length} calls does not give its stored state ` +
+          `(${describeDifference(target, reached)}); is ${cls} deterministic under a seed?`,
+      );
+    }
+    this.current = reached;
   }
 
   /** @internal */
@@ -480,10 +496,11 @@ class PythonInstance implements SeededInstance {
     if (this.closed) throw new TerrariumError("INVALID_INPUT", "this environment instance is closed");
     const environment = this.environment;
     const before = this.current;
+    // Every step counts (rejected ones too), so a seeded run's seeds do not depend on which calls were valid.
+    this.steps++;
     const admitted = admitCall(environment.validator, environment.catalog, call, before);
     if ("rejected" in admitted) return admitted.rejected;
     const { recorded, args } = admitted;
-    this.steps++;
     const seed = givenSeed ?? (this.seed === undefined ? undefined : `${this.seed}:${this.steps}`);
     // Rebuilding after a crash may fail on its own; that is an error of the environment, not of this call.
     const process = await this.ensureBuilt();
