@@ -141,6 +141,12 @@ describe("Python environments under the engine", () => {
       await first.engine.call(a.id, add(6));
       const b = await first.engine.fork(a.id, 2); // after add 4 and one roll
       await first.engine.call(b.id, roll);
+      // A reset session's lineage starts again from its first snapshot.
+      const c = await first.engine.createSession();
+      await first.engine.call(c.id, add(50));
+      await first.engine.reset(c.id);
+      await first.engine.call(c.id, add(7));
+      await first.engine.call(c.id, roll);
       const before = { a: await first.engine.state(a.id), b: await first.engine.state(b.id) };
       await first.close();
 
@@ -148,6 +154,8 @@ describe("Python environments under the engine", () => {
       expect(await second.engine.state(a.id)).toEqual(before.a);
       await expectConsistent(second.engine, a.id, 4);
       await expectConsistent(second.engine, b.id, 3);
+      await expectConsistent(second.engine, c.id, 2);
+      expect((await second.engine.state(c.id)) as { total: number }).toMatchObject({ total: 7 });
       expect(await second.engine.state(b.id)).toEqual(before.b);
       // Every call that succeeded was stored with the seed it ran under.
       const history = await second.engine.history(a.id);
@@ -222,6 +230,9 @@ describe("Python environments under the engine", () => {
     const asked = await engine.call(session.id, { name: "ask", arguments: {} });
     expect(asked.status).toBe("tool_error");
     expect((asked.observation as { error: string }).error).toMatch(/EOFError/);
+    const exited = await engine.call(session.id, { name: "quit_now", arguments: {} });
+    expect(exited.status).toBe("tool_error");
+    expect((exited.observation as { error: string }).error).toMatch(/SystemExit: 3/);
     expect((await engine.call(session.id, add(2))).observation).toBe(2);
   });
 
