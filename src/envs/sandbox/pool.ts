@@ -302,6 +302,7 @@ export class SandboxPool {
       if (message.type === "ready") {
         slot.ready = true;
         if (slot.job) this.start(slot);
+        this.pump();
       } else if (message.type === "done") {
         this.finish(slot, message.id, classify(message.raw));
       } else if (message.type === "broken") {
