@@ -391,6 +391,7 @@ describe("sandboxed environments: hostile and broken tools", () => {
             return JSON.parse('{"__proto__": {"polluted": 3}}');
           }`,
       ),
+      tool("fail_polluted", `(ctx) => ctx.fail("refused", JSON.parse('{"__proto__": {"polluted": 4}}'))`),
     ],
   };
   const hostile = defineSandboxedEnvironment(hostileDescriptor, {
@@ -513,6 +514,10 @@ describe("sandboxed environments: hostile and broken tools", () => {
     expect(JSON.stringify(await instance.state())).toBe(JSON.stringify(after));
     const bumped = await instance.step({ name: "bump" });
     expect(bumped.observation).toEqual({ counter: 6 });
+    // The details of a rejection cross the same way.
+    const refused = await instance.step({ name: "fail_polluted" });
+    expect(refused.success).toBe(false);
+    expect(JSON.stringify(refused.observation)).toBe('{"error":"refused","__proto__":{"polluted":4}}');
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
