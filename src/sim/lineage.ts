@@ -7,7 +7,7 @@ type Event = { entry: HistoryEntry } | { snapshot: Snapshot };
 /**
  * How a session reached its latest state, from the store: the base state and the replayable calls since,
  * oldest first. Walking back from the end, a call that is not replayable but changed the state, or a state
- * set from outside, is the base; a reset (or a set back to the first state) continues from the first
+ * set from outside, is the base; a reset (or a state set back to one the session had) continues from that
  * snapshot; the first snapshot of a fork continues with the parent's lineage up to the forked snapshot.
  */
 export async function sessionLineage(
@@ -65,6 +65,21 @@ async function lineageOf(
     }
     const snapshot = event.snapshot;
     if (snapshot.index === 0 || jsonEqual(snapshot.state, first.state)) return withEntries(await start());
+    // A state set back to one the session had before (an undo, a state read and written back) continues
+    // from that snapshot's lineage.
+    const earlier = snapshots.findLast(
+      (candidate) => candidate.index < snapshot.index && jsonEqual(candidate.state, snapshot.state),
+    );
+    if (earlier && depth < 1000)
+      return withEntries(
+        await lineageOf(
+          store,
+          sessionId,
+          { snapshot: earlier.index, until: snapshot.at },
+          replayable,
+          depth + 1,
+        ),
+      );
     return { base: snapshot.state, entries };
   }
   return withEntries(await start());

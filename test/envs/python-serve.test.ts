@@ -191,6 +191,11 @@ describe("Python environments under the engine", () => {
     // Setting the first state again is a reset: reachable, so calls go on.
     await plain.engine.setState(p.id, { total: 0, rolls: [] });
     expect((await plain.engine.call(p.id, add(2))).observation).toBe(2);
+    await plain.engine.call(p.id, add(5));
+    // So is a state the session had before (an undo): its lineage continues from there.
+    await plain.engine.setState(p.id, { total: 2, rolls: [] });
+    expect((await plain.engine.call(p.id, add(10))).observation).toBe(12);
+    await expectConsistent(plain.engine, p.id, 2);
   });
 
   it("a call that hangs in one session does not fail or hold up calls of other sessions", async () => {
