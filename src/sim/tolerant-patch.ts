@@ -1,5 +1,5 @@
-import { arrayIndex, type JsonChange, PathWriter } from "../core/json-diff.js";
 import { getOwn, setOwn, toImmutableJson } from "../core/immutable-json.js";
+import { arrayIndex, type JsonChange, PathWriter } from "../core/json-diff.js";
 import { escapeToken, parsePointer } from "../core/json-pointer.js";
 
 /**
