@@ -125,6 +125,12 @@ export class McpHttpEndpoint {
    * HTTP layer already read and checked (depth, numbers), so the transport does not parse it again.
    */
   async handle(request: Request, owner?: string, parsedBody?: unknown): Promise<Response> {
+    // No server-initiated messages here, so no standalone SSE stream: the spec's answer for that is 405,
+    // and it means no GET can hold a connection open indefinitely.
+    if (request.method === "GET")
+      return rpcError(405, -32000, "this server sends no messages of its own: no SSE stream (use POST)", {
+        allow: "POST, DELETE",
+      });
     const id = request.headers.get("mcp-session-id");
     const handleOptions = parsedBody !== undefined ? { parsedBody } : undefined;
     if (id !== null) {
@@ -135,8 +141,10 @@ export class McpHttpEndpoint {
       connection.lastUsed = Date.now();
       return connection.transport.handleRequest(request, handleOptions);
     }
-    if (!["GET", "POST", "DELETE"].includes(request.method))
-      return rpcError(405, -32000, `${request.method} is not allowed on /mcp (use POST, GET or DELETE)`);
+    if (request.method !== "POST" && request.method !== "DELETE")
+      return rpcError(405, -32000, `${request.method} is not allowed on /mcp (use POST or DELETE)`, {
+        allow: "POST, DELETE",
+      });
     if (request.method !== "POST" || !isInitialize(parsedBody))
       return rpcError(
         400,
@@ -228,6 +236,11 @@ function isInitialize(body: unknown): boolean {
   );
 }
 
-function rpcError(status: number, code: number, message: string): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
+function rpcError(
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers });
 }

@@ -515,14 +515,21 @@ async function toolArguments(c: Context<Env>, tool: Tool): Promise<Record<string
             ? c.req.header(parameter.name)
             : undefined;
     if (raw !== undefined)
-      args[parameter.name] = coerce(raw, properties[parameter.name]?.type, parameter.name);
+      ownProperty(args, parameter.name, coerce(raw, properties[parameter.name]?.type, parameter.name));
   }
-  if (http.body === "merged") Object.assign(args, await jsonBody(c, true));
+  if (http.body === "merged") {
+    // Keys are data: Object.assign would run the __proto__ setter for a body key named "__proto__".
+    for (const [key, value] of Object.entries(await jsonBody(c, true))) ownProperty(args, key, value);
+  }
   else if (http.body === "argument" && http.bodyArgument) {
     const body = await jsonValue(c, true);
-    if (body !== undefined) args[http.bodyArgument] = body;
+    if (body !== undefined) ownProperty(args, http.bodyArgument, body);
   }
   return args;
+}
+
+function ownProperty(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** Path and query parameters arrive as text; the schema says what they are. */

@@ -173,7 +173,8 @@ describe("MCP over HTTP treats every request as hostile", () => {
     const server = await startServer({ sources: ["bank"], port: 0, seed: "1" });
     servers.push(server);
     const stored = async () => (await server.engine.store.listSessions()).length;
-    for (let i = 0; i < 200; i++) expect((await fetch(`${server.url}/mcp`)).status).toBe(400);
+    for (let i = 0; i < 200; i++) expect((await fetch(`${server.url}/mcp`)).status).toBe(405);
+    expect((await rpc(server.url, undefined, {}, "DELETE")).status).toBe(400);
     expect((await rpc(server.url, { jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(400);
     expect((await rpc(server.url, { ...initialize, params: { nonsense: true } })).status).toBe(400);
     expect((await rpc(server.url, "{broken")).status).toBe(400);
