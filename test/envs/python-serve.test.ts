@@ -228,10 +228,9 @@ describe("Python environments under the engine", () => {
   it("tool code writing to stdout without a newline, or reading stdin, cannot touch the protocol", async () => {
     const { engine } = await serve(TAKES_CONFIG);
     const session = await engine.createSession();
-    const started = Date.now();
+    // Before, a write to the protocol's stdout corrupted the reply and the call ran into its time limit.
     const chatty = await engine.call(session.id, { name: "chatty", arguments: {} });
     expect(chatty).toMatchObject({ status: "ok", observation: "said" });
-    expect(Date.now() - started).toBeLessThan(1500);
     const asked = await engine.call(session.id, { name: "ask", arguments: {} });
     expect(asked.status).toBe("tool_error");
     expect((asked.observation as { error: string }).error).toMatch(/EOFError/);

@@ -45,6 +45,9 @@ const Descriptor = z
 
 export type PythonDescriptor = z.infer<typeof Descriptor>;
 
+/** The least time a bridge gets to start and import the environment's module. */
+const LOAD_TIMEOUT_MS = 30_000;
+
 /** One call as an instance ran it: enough to run it again with the same outcome. */
 export interface ReplayCall {
   name: string;
@@ -170,7 +173,7 @@ export class PythonEnvironment implements ReplayingEnvironment {
     const bridge = new PythonProcess();
     let loaded: Record<string, unknown>;
     try {
-      loaded = await bridge.request("load", loadMessage, descriptor.timeoutMs);
+      loaded = await bridge.request("load", loadMessage, Math.max(descriptor.timeoutMs, LOAD_TIMEOUT_MS));
     } catch (error) {
       await bridge.close();
       throw bridgeError(`cannot load ${descriptor.class}`, error, descriptorFile);
@@ -309,7 +312,8 @@ export class PythonEnvironment implements ReplayingEnvironment {
   /** @internal */
   async load(process: PythonProcess): Promise<void> {
     try {
-      await process.request("load", this.loadMessage, this.descriptor.timeoutMs);
+      // Starting an interpreter and importing the module is not a tool call: under load it may take seconds.
+      await process.request("load", this.loadMessage, Math.max(this.descriptor.timeoutMs, LOAD_TIMEOUT_MS));
     } catch (error) {
       throw bridgeError(`cannot load ${this.descriptor.class}`, error);
     }
