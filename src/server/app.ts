@@ -520,8 +520,7 @@ async function toolArguments(c: Context<Env>, tool: Tool): Promise<Record<string
   if (http.body === "merged") {
     // Keys are data: Object.assign would run the __proto__ setter for a body key named "__proto__".
     for (const [key, value] of Object.entries(await jsonBody(c, true))) ownProperty(args, key, value);
-  }
-  else if (http.body === "argument" && http.bodyArgument) {
+  } else if (http.body === "argument" && http.bodyArgument) {
     const body = await jsonValue(c, true);
     if (body !== undefined) ownProperty(args, http.bodyArgument, body);
   }
