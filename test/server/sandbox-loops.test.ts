@@ -65,7 +65,7 @@ describe("serve: sandboxed tools that loop", () => {
     }
     expect(cheap.body).toMatchObject({ status: "ok", observation: { counter: 2 } });
 
-    expect(health.length).toBeGreaterThanOrEqual(5);
+    expect(health.length).toBeGreaterThanOrEqual(3);
     for (const sample of health) {
       expect(sample.status).toBe(200);
       expect(sample.ms).toBeLessThan(200);

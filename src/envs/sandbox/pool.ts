@@ -296,11 +296,18 @@ export class SandboxPool {
       idleTimer: undefined,
     };
     this.slots.add(slot);
+    // A worker that cannot load the engine at all must not leave its call waiting forever.
+    const loading = setTimeout(() => {
+      if (!slot.ready)
+        this.fail(slot, `the sandbox worker did not start within ${START_TIMEOUT_MS / 1000} s`);
+    }, START_TIMEOUT_MS);
+    loading.unref();
     slot.port.on("message", (call: HostCall) => this.answer(slot, call));
     slot.port.unref();
     worker.on("message", (message: WorkerMessage) => {
       if (message.type === "ready") {
         slot.ready = true;
+        clearTimeout(loading);
         if (slot.job) this.start(slot);
         this.pump();
       } else if (message.type === "done") {
@@ -371,6 +378,8 @@ export class SandboxPool {
     slot.timers = [];
   }
 }
+
+const START_TIMEOUT_MS = 30_000;
 
 const IDLE_HOST: GuestHost = {
   now: () => new Date(0).toISOString(),
