@@ -1,4 +1,5 @@
 import { TerrariumError } from "../core/errors.js";
+import { setOwn } from "../core/immutable-json.js";
 import { escapeToken, getAtPointer } from "../core/json-pointer.js";
 
 /** Keywords that may sit beside a `$ref` without changing which values are valid. */
@@ -49,7 +50,7 @@ export function resolveLocalRefs(
     }
     const copy: Record<string, unknown> = {};
     for (const [key, member] of Object.entries(record))
-      copy[key] = visit(member, `${pointer}/${escapeToken(key)}`, chain);
+      setOwn(copy, key, visit(member, `${pointer}/${escapeToken(key)}`, chain));
     return copy;
   };
 

@@ -14,10 +14,12 @@ const addFormats: AddFormats =
 /**
  * The Ajv options terrarium validates with: every error (not only the first), with the failing schema
  * attached so messages can describe what was expected; lenient about unknown keywords, because tool
- * schemas in the field carry annotations of all kinds (`optional`, `x-…`, `discriminator`).
+ * schemas in the field carry annotations of all kinds (`optional`, `x-…`, `discriminator`). Only own
+ * properties count, so arguments named `__proto__` or `constructor` are data like any other.
  */
 export const AJV_OPTIONS: Options = {
   allErrors: true,
+  ownProperties: true,
   verbose: true,
   strict: false,
   allowUnionTypes: true,

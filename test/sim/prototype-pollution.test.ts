@@ -132,6 +132,33 @@ describe("prototype pollution", () => {
     expect(polluted().polluted).toBeUndefined();
   });
 
+  it("validation sees only own arguments: __proto__ is an unknown argument, a declared constructor is checked", async () => {
+    const catalog = Catalog.fromDocument([
+      {
+        name: "make",
+        description: "Make something.",
+        parameters: {
+          type: "object",
+          properties: { constructor: { type: "integer" }, name: { type: "string" } },
+          required: ["constructor"],
+        },
+      },
+    ]);
+    const engine = new Engine({ catalog, seed: 1, clock: new ManualClock() });
+    closers.push(() => engine.close());
+    const session = await engine.createSession();
+    const call = async (json: string) =>
+      (await engine.call(session.id, { name: "make", arguments: JSON.parse(json) })).errors;
+    expect(await call("{}")).toMatchObject([
+      { rule: "required", message: 'missing required argument "constructor"' },
+    ]);
+    expect(await call('{"constructor": "x"}')).toMatchObject([{ path: "/constructor", rule: "type" }]);
+    expect(await call('{"constructor": 1, "__proto__": {"polluted": 1}}')).toMatchObject([
+      { rule: "unknown_argument", message: expect.stringContaining('unknown argument "__proto__"') },
+    ]);
+    expect(await call('{"constructor": 1, "name": "ok"}')).toEqual([]);
+  });
+
   it("tools read only what the state holds: no account is named __proto__ or constructor", async () => {
     const bank = BUILTIN_ENVIRONMENTS.bank as Environment;
     const engine = engineFor(bank, await bank.initialState());
