@@ -81,7 +81,7 @@ export async function benchEnvs(): Promise<BenchResult> {
     await warehouse.close?.();
   }
 
-  rows.push(await sandboxRow());
+  rows.push(...(await sandboxRows()));
 
   const fmt = (value: number) => Math.round(value).toLocaleString("en-US");
   return {
@@ -100,8 +100,11 @@ export async function benchEnvs(): Promise<BenchResult> {
   };
 }
 
-/** The QuickJS sandbox: the counter example's increment, beside the same work as a plain function. */
-async function sandboxRow(): Promise<{ subject: string; baseline: number; measured: number }> {
+/**
+ * The QuickJS sandbox: the counter example's increment, beside the same work as a plain function; once
+ * in one session and once in four sessions at a time (calls run in the sandbox's worker threads).
+ */
+async function sandboxRows(): Promise<Array<{ subject: string; baseline: number; measured: number }>> {
   const counter = await loadEnvironment(
     join(import.meta.dirname, "..", "examples", "environments", "counter.quickjs.yaml"),
   );
@@ -117,9 +120,28 @@ async function sandboxRow(): Promise<{ subject: string; baseline: number; measur
     if (++steps % 100 === 0) await instance.reset();
     return instance.step({ name: "increment", arguments: { by: 1 } });
   };
-  return {
+  const baseline = await stepsPerSecond(plainIncrement);
+  const single = {
     subject: "QuickJS sandbox (counter.increment, write)",
-    baseline: await stepsPerSecond(plainIncrement),
+    baseline,
     measured: await stepsPerSecond(sandboxed),
   };
+  const SESSIONS = 4;
+  const instances = await Promise.all(Array.from({ length: SESSIONS }, () => counter.create({ seed: 1 })));
+  let rounds = 0;
+  const together = async () => {
+    const reset = ++rounds % 25 === 0;
+    await Promise.all(
+      instances.map(async (each) => {
+        if (reset) await each.reset();
+        return each.step({ name: "increment", arguments: { by: 1 } });
+      }),
+    );
+  };
+  const parallel = {
+    subject: `QuickJS sandbox, ${SESSIONS} sessions at once (steps per second in all)`,
+    baseline,
+    measured: (await stepsPerSecond(together)) * SESSIONS,
+  };
+  return [single, parallel];
 }
