@@ -13,8 +13,9 @@ import { HeapGuard } from "./heap.js";
 import { GUEST_PRELUDE } from "./prelude.js";
 
 /**
- * The QuickJS (WebAssembly) engine that runs sandboxed tools. One WebAssembly module (the release-sync
- * variant) is loaded per process and shared; it is loaded through newQuickJSWASMModuleFromVariant rather
+ * The QuickJS (WebAssembly) engine that runs sandboxed tools. It runs inside the sandbox's worker threads
+ * (pool.ts, worker.ts): one WebAssembly module (the release-sync variant) is loaded per thread and shared
+ * by that thread's calls; it is loaded through newQuickJSWASMModuleFromVariant rather
  * than getQuickJS so that the sandbox owns its memory (see heap.ts). Every call gets its own runtime and
  * context, created for the call and disposed after it, so nothing a tool does survives it. The guest sees only what the prelude gives it (no file system, network,
  * process, timers or module loader: the release build has none of them, and no module loader is set).
@@ -24,7 +25,8 @@ import { GUEST_PRELUDE } from "./prelude.js";
  * single large allocations) and a small interpreter stack limit, so that deep recursion ends in a QuickJS
  * "stack overflow" error long before the host's stack runs out. Should the engine itself fail anyway (the
  * host stack overflowing inside WebAssembly, an abort), its memory can no longer be trusted: the module is
- * dropped and the next call loads a fresh one.
+ * dropped and the next call loads a fresh one. The same happens after a call ran out of memory, since
+ * QuickJS may then hold objects it can no longer free.
  */
 
 /** What a guest call needs: the tool's source (a function expression) and the JSON of `{state, args}`. */
