@@ -1,11 +1,12 @@
 import type { Catalog } from "../catalog/catalog.js";
 import type { Tool, ToolEffect } from "../catalog/tool.js";
-import { type Clock, systemClock } from "../core/clock.js";
+import { type Clock, ManualClock, systemClock } from "../core/clock.js";
 import { TerrariumError } from "../core/errors.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { type JsonChange, same } from "../core/json-diff.js";
 import { createRandom, unseededRandom } from "../core/random.js";
+import { SEEDED_CLOCK_START } from "../envs/define.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import {
   type HistoryEntry,
@@ -97,7 +98,10 @@ export class Engine {
     this.catalog = options.catalog;
     this.store = options.store ?? new MemoryStore();
     this.policy = options.policy ?? "auto";
-    this.clock = options.clock ?? systemClock;
+    // A seeded engine keeps its own time too (one second per reading from a fixed start), so a seeded
+    // run repeats byte for byte, tools' timestamps included; otherwise sessions live in real time.
+    this.clock =
+      options.clock ?? (options.seed !== undefined ? new ManualClock(SEEDED_CLOCK_START, 1000) : systemClock);
     this.seed = options.seed === undefined ? `${Date.now()}` : String(options.seed);
     this.ids = createIdGenerator(
       options.seed === undefined ? unseededRandom() : createRandom(`${this.seed}/sessions`),

@@ -1,4 +1,5 @@
 import type { Tool } from "../../catalog/tool.js";
+import type { Clock } from "../../core/clock.js";
 import {
   isReplayingEnvironment,
   type ReplayCall,
@@ -20,8 +21,26 @@ export interface CodeSimulatorOptions {
 
 export const DEFAULT_MAX_LIVE_INSTANCES = 64;
 
+/**
+ * An environment's clock under the engine: a call's first reading is the session's time for that call
+ * (real time unless the engine is seeded, never earlier than anything the session recorded), and further
+ * readings in the same call move on by a millisecond, so tools see the session's time, not their own.
+ */
+class CallClock implements Clock {
+  private next = 0;
+
+  startCall(at: string): void {
+    this.next = Math.max(Date.parse(at), this.next);
+  }
+
+  now(): number {
+    return this.next++;
+  }
+}
+
 interface Live {
   instance: EnvironmentInstance;
+  clock: CallClock;
   /** The snapshot whose state the instance holds. */
   snapshotIndex: number;
   /** Calls running on it: a busy instance is never evicted. */
@@ -63,6 +82,7 @@ export class CodeSimulator implements Simulator {
 
   async simulate(context: SimulationContext): Promise<SimulationResult> {
     const entry = await this.acquire(context);
+    entry.clock.startCall(context.now);
     const call = { name: context.tool.name, arguments: context.arguments };
     // Python steps run under the engine's per-call seed, recorded with the call so a replay repeats it.
     const seed = isReplayingEnvironment(this.environment) ? context.random.seed : undefined;
@@ -111,8 +131,9 @@ export class CodeSimulator implements Simulator {
       return cached;
     }
     if (cached) this.drop(context.sessionId, cached);
-    const instance = await this.open(context);
-    const entry: Live = { instance, snapshotIndex: context.snapshotIndex, busy: 1 };
+    const clock = new CallClock();
+    const instance = await this.open(context, clock);
+    const entry: Live = { instance, clock, snapshotIndex: context.snapshotIndex, busy: 1 };
     const raced = this.live.get(context.sessionId);
     if (raced) this.drop(context.sessionId, raced);
     this.live.set(context.sessionId, entry);
@@ -120,10 +141,10 @@ export class CodeSimulator implements Simulator {
     return entry;
   }
 
-  private async open(context: SimulationContext): Promise<EnvironmentInstance> {
+  private async open(context: SimulationContext, clock: CallClock): Promise<EnvironmentInstance> {
     const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
     if (!isReplayingEnvironment(this.environment))
-      return this.environment.create({ state: context.state, seed });
+      return this.environment.create({ state: context.state, seed, clock });
     const lineage = context.lineage;
     return this.environment.restore({
       state: context.state,
