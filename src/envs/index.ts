@@ -16,6 +16,13 @@ export {
   readDescriptorName,
 } from "./python/environment.js";
 export {
+  configureSandboxPool,
+  SandboxPool,
+  type SandboxPoolOptions,
+  type SandboxPoolStats,
+  sandboxPool,
+} from "./sandbox/pool.js";
+export {
   DEFAULT_MEMORY_LIMIT_BYTES,
   DEFAULT_TIME_LIMIT_MS,
   defineSandboxedEnvironment,

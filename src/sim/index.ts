@@ -7,7 +7,12 @@ export {
   type SimulatorPolicy,
 } from "./engine.js";
 export { SemanticValidator, type SemanticVerdict } from "./semantic.js";
-export { CodeSimulator } from "./simulators/code.js";
+export { type ParsedSessionExport, parseSessionExport } from "./session-export.js";
+export {
+  CodeSimulator,
+  type CodeSimulatorOptions,
+  DEFAULT_MAX_LIVE_INSTANCES,
+} from "./simulators/code.js";
 export { LlmSimulator, type LlmSimulatorOptions } from "./simulators/llm.js";
 export { type ProxyOptions, ProxySimulator } from "./simulators/proxy.js";
 export { SchemaSimulator } from "./simulators/schema.js";
