@@ -220,6 +220,52 @@ describe("bodies over the limit", () => {
     expect((await fetch(`${live.url}/health`)).status).toBe(200);
   });
 
+  it("chunked bodies over the limit, written in pieces at once, each get a 413 (not a reset)", async () => {
+    const url = new URL(live.url);
+    const send = (path: string, pieces: number, size: number) =>
+      new Promise<{ status: number; body: string } | string>((resolve) => {
+        const request = httpRequest(
+          {
+            host: url.hostname,
+            port: url.port,
+            path,
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+            },
+          },
+          (response) => {
+            let text = "";
+            response.on("data", (chunk) => {
+              text += chunk;
+            });
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+          },
+        );
+        request.on("error", (error) => resolve(`connection error: ${error.message}`));
+        const body = Buffer.from(`{"pad":"${"x".repeat(size)}"}`);
+        const piece = Math.ceil(body.length / pieces);
+        for (let offset = 0; offset < body.length; offset += piece)
+          request.write(body.subarray(offset, offset + piece));
+        request.end();
+      });
+    // One after another on kept-alive connections: an oversized body left unread used to poison the next.
+    for (const path of ["/sessions/import", "/sessions", "/mcp"]) {
+      for (const [pieces, size] of [
+        [1, 1_100_000],
+        [1, 3_000_000],
+        [3, 1_100_000],
+        [7, 3_000_000],
+        [20, 1_100_000],
+      ] as const) {
+        const answer = await send(path, pieces, size);
+        expect(answer, `${path}: ${size} bytes in ${pieces} pieces`).toMatchObject({ status: 413 });
+        expect(JSON.parse((answer as { body: string }).body).error.code).toBe("BODY_TOO_LARGE");
+      }
+    }
+  });
+
   it("a streamed body under the limit is read whole", async () => {
     const encoder = new TextEncoder();
     const parts = ['{"state":', '{"greeting":', '"hello"}}'];
