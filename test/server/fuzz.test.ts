@@ -6,7 +6,8 @@ import { startServer } from "../../src/server/index.js";
 /**
  * A seeded fuzzer against a real server (loopback, random port, a bearer token): a few hundred malformed
  * requests to every kind of endpoint. None may get a 5xx, and the server must be healthy afterwards with no
- * sessions left behind by the requests it refused. Change SEED to explore; a failure prints the request.
+ * sessions left behind by the requests it refused. A failure prints the request. To explore:
+ * TERRARIUM_FUZZ_SEED=<any> TERRARIUM_FUZZ_REQUESTS=2000 TERRARIUM_FUZZ_VERBOSE=1 (prints the statuses seen).
  */
 const SEED = process.env.TERRARIUM_FUZZ_SEED ?? "terrarium-fuzz-1";
 const REQUESTS = Number(process.env.TERRARIUM_FUZZ_REQUESTS ?? 500);
