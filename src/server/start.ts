@@ -39,6 +39,8 @@ export interface ServeOptions {
   db?: string;
   tokens?: string[];
   seed?: string;
+  /** Environment instances kept live (the code simulator's LRU; default 64). */
+  liveInstances?: number;
 }
 
 /** Whether a source names an environment rather than a file of tool definitions. */
@@ -75,7 +77,13 @@ export async function buildEngine(
       "INVALID_INPUT",
       "nothing to serve: give tool definition files or an environment",
     );
-  const simulators: Simulator[] = environment ? [new CodeSimulator(environment, options.seed)] : [];
+  const simulators: Simulator[] = environment
+    ? [
+        new CodeSimulator(environment, options.seed, {
+          ...(options.liveInstances !== undefined ? { maxLiveInstances: options.liveInstances } : {}),
+        }),
+      ]
+    : [];
   // The llm simulator joins when a model is named or configured; without one, code and schema serve.
   const { config } = loadConfig(options.config ? { path: options.config } : {});
   const model = options.model ?? config.roles.simulator ?? config.roles.default;

@@ -1,5 +1,7 @@
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildEngine } from "../../src/server/start.js";
+import type { CodeSimulator } from "../../src/sim/index.js";
 import { cli } from "../helpers/cli.js";
 
 /** `terrarium serve` failing to listen says why in one line and exits non-zero. */
@@ -30,5 +32,33 @@ describe("terrarium serve", () => {
       expect(run.stderr.trim().split("\n"), port).toHaveLength(1);
       expect(run.stderr).toMatch(/--port must be an integer from 0 to 65535/);
     }
+  });
+
+  it("--live-instances bounds the live environment instances, and bad values are refused first", async () => {
+    for (const value of ["0", "abc", "-1"]) {
+      const run = await cli(["serve", "bank", "--live-instances", value]);
+      expect(run.code, value).toBe(2);
+      expect(run.stderr).toMatch(/--live-instances must be an integer of at least 1/);
+    }
+    const { engine } = await buildEngine({ sources: ["bank"], seed: "s", liveInstances: 2 });
+    const code = engine.simulatorFor(engine.catalog.get("transfer") as never) as CodeSimulator;
+    const call = {
+      name: "transfer",
+      arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 1 },
+    };
+    const sessions = [];
+    for (let i = 0; i < 4; i++) sessions.push(await engine.createSession());
+    for (const session of sessions) expect((await engine.call(session.id, call)).status).toBe("ok");
+    expect(code.liveInstances).toBe(2);
+    // An evicted session is rebuilt from the store and goes on where it was.
+    expect((await engine.call(sessions[0]?.id as string, call)).status).toBe("ok");
+    expect(
+      ((await engine.state(sessions[0]?.id as string)) as { accounts: Record<string, { balance: number }> })
+        .accounts["ACC-1001"]?.balance,
+    ).toBe(
+      (((await engine.state(sessions[1]?.id as string)) as { accounts: Record<string, { balance: number }> })
+        .accounts["ACC-1001"]?.balance as number) - 1,
+    );
+    await engine.close();
   });
 });

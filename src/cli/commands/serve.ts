@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { TerrariumError } from "../../core/errors.js";
 import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
+import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
 import { type CliIo, collect } from "../io.js";
 
 const SIMULATORS = ["auto", "code", "llm", "schema", "proxy"];
@@ -18,6 +19,7 @@ interface ServeCliOptions {
   llmMode: string;
   policy?: string;
   proxy?: string;
+  liveInstances: number;
 }
 
 /** `read=proxy,write=llm` -> a policy by effect (tool names may be given too: `send_email=schema`). */
@@ -63,6 +65,12 @@ export function registerServeCommand(program: Command, io: CliIo): void {
     )
     .option("--seed <seed>", "seed session ids and simulators, so a run repeats exactly")
     .option(
+      "--live-instances <n>",
+      "environment instances kept live (least recently used closed first, rebuilt on demand)",
+      (value) => (/^\d+$/.test(value) ? Number(value) : Number.NaN),
+      DEFAULT_MAX_LIVE_INSTANCES,
+    )
+    .option(
       "--model <model>",
       "model of the llm simulator (default: roles.simulator or roles.default of the config)",
     )
@@ -88,6 +96,9 @@ Examples:
       if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
         throw new TerrariumError("INVALID_INPUT", "--port must be an integer from 0 to 65535");
       }
+      if (!Number.isInteger(options.liveInstances) || options.liveInstances < 1) {
+        throw new TerrariumError("INVALID_INPUT", "--live-instances must be an integer of at least 1");
+      }
       if (!SIMULATORS.includes(options.simulator)) {
         throw new TerrariumError("INVALID_INPUT", `--simulator must be one of ${SIMULATORS.join(", ")}`);
       }
@@ -97,6 +108,7 @@ Examples:
         ...(options.proxy ? { proxy: options.proxy } : {}),
         port: options.port,
         host: options.host,
+        liveInstances: options.liveInstances,
         ...(options.state ? { state: options.state } : {}),
         ...(options.db ? { db: options.db } : {}),
         ...(options.token ? { tokens: options.token } : {}),
