@@ -9,25 +9,9 @@ import {
   loadEnvironment,
   loadPythonEnvironment,
 } from "../src/envs/index.js";
-import { type BenchResult, median } from "./report.js";
+import { type BenchResult, stepsPerSecond } from "./report.js";
 
 const FIXTURES = join(import.meta.dirname, "..", "test", "fixtures");
-
-/** Median steps per second over rounds of at least `minMs` each. */
-async function stepsPerSecond(step: () => unknown, minMs = 300, rounds = 5): Promise<number> {
-  for (let i = 0; i < 20; i++) await step();
-  const samples: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    let steps = 0;
-    const started = performance.now();
-    while (performance.now() - started < minMs) {
-      await step();
-      steps++;
-    }
-    samples.push(steps / ((performance.now() - started) / 1000));
-  }
-  return median(samples);
-}
 
 export async function benchEnvs(): Promise<BenchResult> {
   const rows: Array<{ subject: string; baseline: number; measured: number }> = [];

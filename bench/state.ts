@@ -14,7 +14,7 @@ import { createApp } from "../src/server/app.js";
 import { buildEngine } from "../src/server/start.js";
 import { MemoryStore, SqliteStore, type Store } from "../src/sessions/index.js";
 import { CodeSimulator, Engine } from "../src/sim/index.js";
-import { type BenchResult, median } from "./report.js";
+import { type BenchResult, stepsPerSecond } from "./report.js";
 
 const bank = BUILTIN_ENVIRONMENTS.bank as Environment;
 const retail = BUILTIN_ENVIRONMENTS["tau2-retail"] as Environment;
@@ -36,22 +36,6 @@ const move = () => ({
     zip: "62701",
   },
 });
-
-/** Median steps per second over rounds of at least `minMs` each. */
-async function perSecond(step: () => unknown, minMs = 400, rounds = 5): Promise<number> {
-  for (let i = 0; i < 10; i++) await step();
-  const samples: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    let steps = 0;
-    const started = performance.now();
-    while (performance.now() - started < minMs) {
-      await step();
-      steps++;
-    }
-    samples.push(steps / ((performance.now() - started) / 1000));
-  }
-  return median(samples);
-}
 
 async function engineOver(environment: Environment, store: Store, newSession = true) {
   const engine = new Engine({
@@ -75,16 +59,16 @@ export async function benchState(): Promise<BenchResult> {
     let n = 0;
     rows.push({
       subject: "environment step (write)",
-      bank: await perSecond(async () => {
+      bank: await stepsPerSecond(async () => {
         if (++n % 100 === 0) await bankInstance.reset();
         return bankInstance.step(transfer());
       }),
-      retail: await perSecond(() => retailInstance.step(move())),
+      retail: await stepsPerSecond(() => retailInstance.step(move())),
     });
 
     // The previous design on the same state: a full copy per step, a JSON round trip, full diffs.
     const state = await retail.initialState();
-    const wholeCopy = await perSecond(
+    const wholeCopy = await stepsPerSecond(
       () => {
         const draft = structuredClone(state) as { users: Record<string, { address: unknown }> };
         (draft.users.noah_brown_6181 as { address: unknown }).address = move().arguments;
@@ -106,11 +90,11 @@ export async function benchState(): Promise<BenchResult> {
       let m = 0;
       rows.push({
         subject: label,
-        bank: await perSecond(async () => {
+        bank: await stepsPerSecond(async () => {
           if (++m % 100 === 0) await a.engine.reset(aId);
           return a.engine.call(aId, transfer());
         }),
-        retail: await perSecond(() => b.engine.call(bId, move())),
+        retail: await stepsPerSecond(() => b.engine.call(bId, move())),
       });
       await a.engine.close();
       await b.engine.close();
