@@ -78,7 +78,7 @@ export async function benchEnvs(): Promise<BenchResult> {
         (row) =>
           `| ${row.subject} | ${fmt(row.baseline)} | ${fmt(row.measured)} | ${(row.baseline / row.measured).toFixed(0)}x |`,
       ),
-      "(an environment step also validates the call, copies the state and diffs it in both change formats)",
+      "(an environment step also validates the call, copies what the tool changed and diffs it in both change formats)",
     ],
     report: { benchmark: "environment-steps", rows },
   };
