@@ -151,4 +151,29 @@ describe("engine: session time", () => {
     expect(times.every((at) => at >= "2025-06-01")).toBe(true);
     await second.close();
   });
+
+  it("gives tools the session's time: real time when unseeded, the seeded clock otherwise", async () => {
+    const createdAt = async (seed?: number) => {
+      const engine = new Engine({
+        catalog: new Catalog(bank.tools),
+        simulators: [new CodeSimulator(bank)],
+        initialState: await bank.initialState(),
+        ...(seed !== undefined ? { seed } : {}),
+      });
+      const session = await engine.createSession();
+      const outcome = await engine.call(session.id, transfer);
+      const id = (outcome.observation as { transfer_id: string }).transfer_id;
+      const state = (await engine.state(session.id)) as { transfers: Record<string, { created_at: string }> };
+      const [entry] = await engine.history(session.id);
+      await engine.close();
+      return { tool: state.transfers[id]?.created_at as string, recorded: entry?.at as string };
+    };
+    const started = Date.now();
+    const unseeded = await createdAt();
+    expect(Date.parse(unseeded.tool)).toBeGreaterThanOrEqual(started - 1000);
+    expect(Date.parse(unseeded.tool)).toBeLessThanOrEqual(Date.now() + 1000);
+    const seeded = await createdAt(5);
+    expect(seeded).toEqual(await createdAt(5));
+    expect(seeded.tool >= seeded.recorded).toBe(true);
+  });
 });
