@@ -31,6 +31,11 @@ export function parseEffectOverrides(values: string[] | undefined): Record<strin
   return overrides;
 }
 
+/** A whole number option (digits only); anything else becomes NaN for the command's own range check. */
+export function wholeNumber(value: string): number {
+  return /^\d+$/.test(value) ? Number(value) : Number.NaN;
+}
+
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }

@@ -19,11 +19,6 @@ export const MAX_JSON_DEPTH = 512;
 /** Every container made by `toImmutableJson`: a subtree found here is already in final form and is reused. */
 const IMMUTABLE = new WeakSet<object>();
 
-/** Whether `value` is a tree made by `toImmutableJson` (so it can be shared without copying). */
-export function isImmutableJson(value: unknown): boolean {
-  return value === null || typeof value !== "object" || IMMUTABLE.has(value);
-}
-
 /**
  * The value as JSON would carry it (JSON.stringify's rules: `toJSON`, undefined members dropped, undefined
  * array items and non-finite numbers as null), as frozen null-prototype objects and frozen arrays.

@@ -11,7 +11,6 @@ export {
 export { contentId, createIdGenerator, type IdGenerator } from "./ids.js";
 export {
   getOwn,
-  isImmutableJson,
   MAX_JSON_DEPTH,
   setOwn,
   shallowCopy,

@@ -3,8 +3,10 @@ import { type Context, Hono } from "hono";
 import { exportOpenApi } from "../catalog/export-openapi.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
+import { setOwn } from "../core/immutable-json.js";
 import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
 import type { Engine, SimulatorPolicy } from "../sim/engine.js";
+import { isSimulatorName, SIMULATOR_NAMES } from "../sim/types.js";
 import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter, parseJsonText } from "./json-body.js";
 
 export interface AppOptions {
@@ -184,12 +186,10 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     const replayed = await engine.replay(record.id, checkedPolicy(body.simulator));
     return c.json({ id: replayed.session.id, outcomes: replayed.outcomes }, 201);
   });
-  app.get("/sessions/:id/export", async (c) => {
-    const exported = await engine.exportSession((await sessionOf(c, c.req.param("id"))).id);
-    // Exports travel: they never carry the token hash that owns the session.
-    const { owner: _owner, ...session } = exported.session;
-    return c.json({ ...exported, session });
-  });
+  // Exports never carry the token hash that owns the session (the engine leaves it out).
+  app.get("/sessions/:id/export", async (c) =>
+    c.json(await engine.exportSession((await sessionOf(c, c.req.param("id"))).id)),
+  );
   app.post("/sessions/:id/calls", async (c) => {
     const record = await sessionOf(c, c.req.param("id"));
     const body = await jsonBody(c);
@@ -311,7 +311,6 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   return app;
 }
 
-const SIMULATOR_NAMES = ["code", "llm", "schema", "proxy"];
 const POLICY_KEYS = ["read", "write", "unknown", "default"];
 
 /** A replay policy from a request: a simulator name, or one by effect and by tool. */
@@ -322,7 +321,7 @@ function checkedPolicy(value: unknown): SimulatorPolicy {
       `${detail}; the body must name a simulator policy: {"simulator": "schema"} or {"simulator": {"write": "llm", "tools": {"<tool>": "code"}}} (simulators: auto, ${SIMULATOR_NAMES.join(", ")})`,
     );
   if (typeof value === "string") {
-    if (value === "auto" || SIMULATOR_NAMES.includes(value)) return value as SimulatorPolicy;
+    if (value === "auto" || isSimulatorName(value)) return value as SimulatorPolicy;
     throw wrong(`unknown simulator ${shortJson(value)}`);
   }
   if (!isObject(value)) throw wrong(`"simulator" is ${shortJson(value)}`);
@@ -330,11 +329,10 @@ function checkedPolicy(value: unknown): SimulatorPolicy {
     if (key === "tools") {
       if (!isObject(name)) throw wrong(`"simulator.tools" must be an object`);
       for (const [tool, toolName] of Object.entries(name))
-        if (typeof toolName !== "string" || !SIMULATOR_NAMES.includes(toolName))
-          throw wrong(`"simulator.tools.${tool}" is ${shortJson(toolName)}`);
+        if (!isSimulatorName(toolName)) throw wrong(`"simulator.tools.${tool}" is ${shortJson(toolName)}`);
     } else if (!POLICY_KEYS.includes(key)) {
       throw wrong(`"simulator" has an unknown key ${shortJson(key)}`);
-    } else if (typeof name !== "string" || !SIMULATOR_NAMES.includes(name)) {
+    } else if (!isSimulatorName(name)) {
       throw wrong(`"simulator.${key}" is ${shortJson(name)}`);
     }
   }
@@ -435,20 +433,16 @@ async function toolArguments(c: Context<Env>, tool: Tool): Promise<Record<string
             ? c.req.header(parameter.name)
             : undefined;
     if (raw !== undefined)
-      ownProperty(args, parameter.name, coerce(raw, properties[parameter.name]?.type, parameter.name));
+      setOwn(args, parameter.name, coerce(raw, properties[parameter.name]?.type, parameter.name));
   }
   if (http.body === "merged") {
     // Keys are data: Object.assign would run the __proto__ setter for a body key named "__proto__".
-    for (const [key, value] of Object.entries(await jsonBody(c, true))) ownProperty(args, key, value);
+    for (const [key, value] of Object.entries(await jsonBody(c, true))) setOwn(args, key, value);
   } else if (http.body === "argument" && http.bodyArgument) {
     const body = await jsonValue(c, true);
-    if (body !== undefined) ownProperty(args, http.bodyArgument, body);
+    if (body !== undefined) setOwn(args, http.bodyArgument, body);
   }
   return args;
-}
-
-function ownProperty(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** Path and query parameters arrive as text; the schema says what they are. */

@@ -18,4 +18,11 @@ export { type ProxyOptions, ProxySimulator } from "./simulators/proxy.js";
 export { SchemaSimulator } from "./simulators/schema.js";
 export { fromPattern, type SynthesisOptions, synthesize } from "./synthesize.js";
 export { applyTolerantly } from "./tolerant-patch.js";
-export type { SimulationContext, SimulationResult, Simulator, SimulatorName } from "./types.js";
+export {
+  isSimulatorName,
+  SIMULATOR_NAMES,
+  type SimulationContext,
+  type SimulationResult,
+  type Simulator,
+  type SimulatorName,
+} from "./types.js";

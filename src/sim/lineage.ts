@@ -1,4 +1,4 @@
-import { jsonEqual } from "../core/canonical-json.js";
+import { same } from "../core/json-diff.js";
 import type { HistoryEntry, Snapshot, Store } from "../sessions/types.js";
 import type { SessionLineage } from "./types.js";
 
@@ -64,11 +64,11 @@ async function lineageOf(
       continue;
     }
     const snapshot = event.snapshot;
-    if (snapshot.index === 0 || jsonEqual(snapshot.state, first.state)) return withEntries(await start());
+    if (snapshot.index === 0 || same(snapshot.state, first.state)) return withEntries(await start());
     // A state set back to one the session had before (an undo, a state read and written back) continues
     // from that snapshot's lineage.
     const earlier = snapshots.findLast(
-      (candidate) => candidate.index < snapshot.index && jsonEqual(candidate.state, snapshot.state),
+      (candidate) => candidate.index < snapshot.index && same(candidate.state, snapshot.state),
     );
     if (earlier && depth < 1000)
       return withEntries(

@@ -3,7 +3,13 @@ import type { JsonChange } from "../core/json-diff.js";
 import type { Random } from "../core/random.js";
 import type { HistoryEntry } from "../sessions/types.js";
 
-export type SimulatorName = "code" | "llm" | "schema" | "proxy";
+/** Every simulator terrarium has (a policy names them; `auto` picks among them). */
+export const SIMULATOR_NAMES = ["code", "llm", "schema", "proxy"] as const;
+export type SimulatorName = (typeof SIMULATOR_NAMES)[number];
+
+export function isSimulatorName(value: unknown): value is SimulatorName {
+  return typeof value === "string" && (SIMULATOR_NAMES as readonly string[]).includes(value);
+}
 
 /** What a simulator sees for one call. */
 export interface SimulationContext {

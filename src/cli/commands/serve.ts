@@ -3,9 +3,10 @@ import { TerrariumError } from "../../core/errors.js";
 import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
-import { type CliIo, collect } from "../io.js";
+import { isSimulatorName, SIMULATOR_NAMES } from "../../sim/types.js";
+import { type CliIo, collect, wholeNumber } from "../io.js";
 
-const SIMULATORS = ["auto", "code", "llm", "schema", "proxy"];
+const SIMULATORS: string[] = ["auto", ...SIMULATOR_NAMES];
 
 interface ServeCliOptions {
   state?: string;
@@ -29,10 +30,10 @@ function parsePolicy(text: string): SimulatorPolicy {
   };
   for (const part of text.split(",")) {
     const [key, value] = part.split("=").map((piece) => piece.trim());
-    if (!key || !value || !SIMULATORS.includes(value) || value === "auto") {
+    if (!key || !isSimulatorName(value)) {
       throw new TerrariumError(
         "INVALID_INPUT",
-        `--policy "${part}" must look like read=proxy or <tool>=llm (simulators: ${SIMULATORS.filter((s) => s !== "auto").join(", ")})`,
+        `--policy "${part}" must look like read=proxy or <tool>=llm (simulators: ${SIMULATOR_NAMES.join(", ")})`,
       );
     }
     if (key === "read" || key === "write" || key === "unknown") policy[key] = value;
@@ -50,12 +51,7 @@ export function registerServeCommand(program: Command, io: CliIo): void {
     )
     .option("--state <file>", "initial state of new sessions (JSON or YAML)")
     .option("--simulator <name>", `simulator for every tool: ${SIMULATORS.join(", ")}`, "auto")
-    .option(
-      "--port <port>",
-      "port to listen on",
-      (value) => (/^\d+$/.test(value) ? Number(value) : Number.NaN),
-      8080,
-    )
+    .option("--port <port>", "port to listen on", wholeNumber, 8080)
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--db <file>", "keep sessions in this SQLite file (default: in memory)")
     .option(
@@ -67,7 +63,7 @@ export function registerServeCommand(program: Command, io: CliIo): void {
     .option(
       "--live-instances <n>",
       "environment instances kept live (least recently used closed first, rebuilt on demand)",
-      (value) => (/^\d+$/.test(value) ? Number(value) : Number.NaN),
+      wholeNumber,
       DEFAULT_MAX_LIVE_INSTANCES,
     )
     .option(

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { isPlainObject } from "../../catalog/json-schema.js";
 import type { JsonObjectSchema, JsonSchema, ToolEffect } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
+import { same } from "../../core/json-diff.js";
 import { formatPointer } from "../../core/json-pointer.js";
 import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementation } from "../define.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
@@ -243,15 +244,9 @@ function replaceContents(target: JsonObject, source: JsonObject): void {
     if (!Object.hasOwn(source, key)) delete target[key];
   }
   for (const [key, value] of Object.entries(source)) {
-    if (Object.hasOwn(target, key) && sameJson(target[key], value)) continue;
+    if (Object.hasOwn(target, key) && same(target[key], value)) continue;
     target[key] = value;
   }
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
-  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 function requireObjectState(state: unknown): void {
