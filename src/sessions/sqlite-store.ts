@@ -39,7 +39,8 @@ const CHECKPOINT_CACHE_SIZE = 32;
 export class SqliteStore implements Store {
   private readonly db: BetterSqlite3.Database;
   private readonly statements: ReturnType<SqliteStore["prepare"]>;
-  private readonly latest = new Lru<string, { index: number; state: unknown }>(STATE_CACHE_SIZE);
+  /** The last snapshot read or written, by session: a call's read of its latest state costs one query. */
+  private readonly latest = new Lru<string, Snapshot>(STATE_CACHE_SIZE);
   private readonly checkpoints = new Lru<string, unknown>(CHECKPOINT_CACHE_SIZE);
 
   constructor(
@@ -122,12 +123,17 @@ export class SqliteStore implements Store {
   }
 
   async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
-    const state = toImmutableJson(initialState ?? null);
+    const snapshot: Snapshot = {
+      index: 0,
+      at: record.createdAt,
+      reason: record.parent ? "fork" : "initial",
+      state: toImmutableJson(initialState ?? null),
+    };
     this.db.transaction(() => {
       this.statements.insertSession.run(record.id, record.owner ?? null, JSON.stringify(record));
-      this.writeCheckpoint(record.id, 0, record.createdAt, record.parent ? "fork" : "initial", state);
+      this.writeCheckpoint(record.id, 0, snapshot.at, snapshot.reason, snapshot.state);
     })();
-    this.latest.set(record.id, { index: 0, state });
+    this.latest.set(record.id, snapshot);
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -204,7 +210,8 @@ export class SqliteStore implements Store {
       this.statements.insertHistory.run(id, full.index, JSON.stringify(full));
       return full;
     })();
-    if (written.snapshot !== undefined) this.latest.set(id, { index: written.snapshot, state: next });
+    if (written.snapshot !== undefined && state)
+      this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
     return written;
   }
 
@@ -222,8 +229,9 @@ export class SqliteStore implements Store {
       this.writeCheckpoint(id, index, at, reason, next);
       return index;
     })();
-    this.latest.set(id, { index, state: next });
-    return { index, at, reason, state: next };
+    const snapshot: Snapshot = { index, at, reason, state: next };
+    this.latest.set(id, snapshot);
+    return { ...snapshot };
   }
 
   async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
@@ -277,12 +285,13 @@ export class SqliteStore implements Store {
   }
 
   private readSnapshot(id: string, index: number): Snapshot | undefined {
+    const cached = this.latest.get(id);
+    if (cached?.index === index) return { ...cached };
     const meta = this.statements.snapshotMeta.get(id, index);
     if (!meta) return undefined;
     const base = this.statements.checkpointAtOrBefore.get(id, index);
     if (!base)
       throw new TerrariumError("INTERNAL", `session ${id} has no checkpoint before snapshot ${index}`);
-    const cached = this.latest.get(id);
     let state: unknown;
     let from: number;
     if (cached && cached.index >= base.idx && cached.index <= index) {
@@ -293,8 +302,9 @@ export class SqliteStore implements Store {
       from = base.idx;
     }
     for (const row of this.statements.changesBetween.all(id, from, index)) state = this.applyRow(state, row);
-    if (!cached || cached.index <= index) this.latest.set(id, { index, state });
-    return { index, at: meta.at, reason: meta.reason, state };
+    const snapshot: Snapshot = { index, at: meta.at, reason: meta.reason, state };
+    if (!cached || cached.index <= index) this.latest.set(id, snapshot);
+    return { ...snapshot };
   }
 
   private applyRow(state: unknown, row: { idx: number; changes: string | null }): unknown {

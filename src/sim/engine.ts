@@ -296,7 +296,7 @@ export class Engine {
     request: { name: string; arguments?: unknown },
     policy: SimulatorPolicy = this.policy,
   ): Promise<CallOutcome> {
-    await this.session(id);
+    const session = await this.session(id);
     const snapshot = await this.store.latestSnapshot(id);
     // Simulators see a window of recent calls; reading the whole history on every call would grow with it.
     const history = await this.store.history(id, HISTORY_WINDOW);
@@ -375,7 +375,7 @@ export class Engine {
         state: snapshot.state,
         snapshotIndex: snapshot.index,
         history,
-        random: createRandom(`${(await this.session(id)).seed}:${callCount}`),
+        random: createRandom(`${session.seed}:${callCount}`),
         now: at,
         lineage: (replayable) => sessionLineage(this.store, id, replayable),
       });
