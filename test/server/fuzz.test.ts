@@ -195,19 +195,21 @@ describe("HTTP fuzzing", () => {
     const random = createRandom(SEED);
     const auth = { authorization: `Bearer ${TOKEN}` };
     const json = { ...auth, "content-type": "application/json" };
-    const created = JSON.parse(
-      (await send({ method: "POST", path: "/sessions", headers: json, body: "{}" })).text,
-    );
-    const mine = created.id as string;
-    await send({
-      method: "POST",
-      path: `/sessions/${mine}/calls`,
-      headers: json,
-      body: JSON.stringify({
-        name: "transfer",
-        arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 1 },
-      }),
-    });
+    const newSession = async () =>
+      JSON.parse((await send({ method: "POST", path: "/sessions", headers: json, body: "{}" })).text)
+        .id as string;
+    const transfer = (session: string, amount: number) =>
+      send({
+        method: "POST",
+        path: `/sessions/${session}/calls`,
+        headers: json,
+        body: JSON.stringify({
+          name: "transfer",
+          arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount },
+        }),
+      });
+    const mine = await newSession();
+    await transfer(mine, 1);
     const theirs = JSON.parse(
       (await send({ method: "POST", path: "/sessions", headers: { authorization: `Bearer ${OTHER}` } })).text,
     ).id as string;
@@ -436,18 +438,7 @@ describe("HTTP fuzzing", () => {
     const health = await send({ method: "GET", path: "/health", headers: {} });
     expect(health.status).toBe(200);
     expect(JSON.parse(health.text)).toMatchObject({ ok: true, tools: 6 });
-    const fresh = JSON.parse(
-      (await send({ method: "POST", path: "/sessions", headers: json, body: "{}" })).text,
-    ).id;
-    const normal = await send({
-      method: "POST",
-      path: `/sessions/${fresh}/calls`,
-      headers: json,
-      body: JSON.stringify({
-        name: "transfer",
-        arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 5 },
-      }),
-    });
+    const normal = await transfer(await newSession(), 5);
     expect(normal.status).toBe(200);
     expect(JSON.parse(normal.text)).toMatchObject({ status: "ok", observation: { from_balance: 2495 } });
     const sessionsAfter = (await server.engine.store.listSessions()).length;

@@ -419,7 +419,7 @@ describe("session import and export", () => {
   });
 
   it("an export over HTTP carries no owner; an import belongs to the caller, whatever the document says", async () => {
-    // The engine is also changing to leave owners out of exports (the lead's part); HTTP strips it either way.
+    // The engine leaves owners out of exports; this checks that nothing on the HTTP path puts one back.
     const secured = createApp(engine, { tokens: ["alpha", "beta"] });
     const alpha = { authorization: "Bearer alpha" };
     const beta = { authorization: "Bearer beta" };
