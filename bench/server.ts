@@ -135,7 +135,7 @@ async function llmModes(): Promise<{ lines: string[]; report: Record<string, unk
       return { reply: { content: JSON.stringify(content) } };
     },
   });
-  const catalog = new Catalog(loadToolFile(join(FIXTURES, "tools", "functions.json")));
+  const catalog = new Catalog(await loadToolFile(join(FIXTURES, "tools", "functions.json")));
   const results: Record<string, { modelCallsPerCall: number; promptTokensPerCall: number }> = {};
   for (const mode of ["merged", "gecko"] as const) {
     const models = new Models({

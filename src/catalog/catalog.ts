@@ -1,6 +1,7 @@
 import { distance } from "fastest-levenshtein";
 import { TerrariumError } from "../core/errors.js";
 import { loadToolFile, type ToolsFromDocumentOptions, toolsFromDocument } from "./load.js";
+import { type CatalogNote, describeNote, LoadReport, summariseLoad } from "./report.js";
 import { TOOL_EFFECTS, type Tool, type ToolEffect } from "./tool.js";
 
 export const CATALOG_SCHEMA_VERSION = 1;
@@ -8,9 +9,17 @@ export const CATALOG_SCHEMA_VERSION = 1;
 /** A set of tools with unique names: what an agent may call. */
 export class Catalog {
   private readonly byName = new Map<string, Tool>();
+  /** What loading noticed: normalisations, translations and skipped operations. */
+  readonly report: LoadReport;
 
-  constructor(tools: Iterable<Tool> = []) {
+  constructor(tools: Iterable<Tool> = [], report: LoadReport = new LoadReport()) {
+    this.report = report;
     for (const tool of tools) this.add(tool);
+  }
+
+  /** `1,204 tools; 19 operations skipped: …; 312 warnings (…)`. */
+  summary(): string {
+    return summariseLoad(this.size, this.report);
   }
 
   add(tool: Tool): void {
@@ -90,6 +99,7 @@ export class Catalog {
           ? tool
           : { ...tool, effect: overrides[tool.name] as ToolEffect, effectSource: "declared" },
       ),
+      this.report,
     );
   }
 
@@ -97,8 +107,9 @@ export class Catalog {
     return { schemaVersion: CATALOG_SCHEMA_VERSION, tools: this.tools };
   }
 
+  /** The tools of one parsed document (OpenAPI 3 or function-style; strict unless a report is given). */
   static fromDocument(document: unknown, options?: ToolsFromDocumentOptions): Catalog {
-    return new Catalog(toolsFromDocument(document, options));
+    return new Catalog(toolsFromDocument(document, options), options?.report);
   }
 }
 
@@ -106,12 +117,56 @@ function normaliseName(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]/g, "");
 }
 
-export interface LoadCatalogOptions extends Omit<ToolsFromDocumentOptions, "file"> {
+export interface LoadCatalogOptions extends Omit<ToolsFromDocumentOptions, "file" | "report"> {
   effects?: Record<string, ToolEffect>;
+  /** Fail (CATALOG_INCOMPLETE) when any operation had to be skipped, instead of loading the rest. */
+  strict?: boolean;
 }
 
-/** Loads one catalog from several files; tool names must be unique across all of them. */
-export function loadCatalog(files: string[], options: LoadCatalogOptions = {}): Catalog {
-  const catalog = new Catalog(files.flatMap((file) => loadToolFile(file, options)));
+/**
+ * Loads one catalog from several files; tool names must be unique across all of them. An operation or
+ * definition that cannot be read is skipped and listed in `catalog.report` (or, with `strict`, fails
+ * the load after every file was read, so the error lists all of them).
+ */
+export async function loadCatalog(files: string[], options: LoadCatalogOptions = {}): Promise<Catalog> {
+  const report = new LoadReport();
+  const tools: Tool[] = [];
+  for (const file of files) tools.push(...(await loadToolFile(file, { format: options.format, report })));
+  const catalog = tolerantCatalog(tools, report);
+  if (options.strict) assertComplete(report);
   return options.effects ? catalog.withEffects(options.effects) : catalog;
+}
+
+/** A catalog of `tools` where a second tool with a taken name is skipped and reported, not an error. */
+export function tolerantCatalog(tools: Iterable<Tool>, report: LoadReport): Catalog {
+  const catalog = new Catalog([], report);
+  for (const tool of tools) {
+    const first = catalog.get(tool.name);
+    if (!first) {
+      catalog.add(tool);
+      continue;
+    }
+    const firstPlace = `${first.origin.file ?? ""}${first.origin.pointer !== undefined ? `#${first.origin.pointer}` : ""}`;
+    report.skip({
+      code: "DUPLICATE_TOOL",
+      message: `two tools are named "${tool.name}" (the first, kept, is at ${firstPlace || "an earlier source"})`,
+      ...(tool.origin.file ? { file: tool.origin.file } : {}),
+      ...(tool.origin.pointer !== undefined ? { pointer: tool.origin.pointer } : {}),
+      tool: tool.name,
+    });
+  }
+  return catalog;
+}
+
+/** The strict mode's check: a report with skipped operations becomes one error that lists them. */
+export function assertComplete(report: LoadReport): void {
+  if (report.skipped.length === 0) return;
+  const first = report.skipped[0] as CatalogNote;
+  const listed = report.skipped.slice(0, 20).map(describeNote).join("\n  ");
+  const more = report.skipped.length > 20 ? `\n  … and ${report.skipped.length - 20} more` : "";
+  throw new TerrariumError(
+    "CATALOG_INCOMPLETE",
+    `${report.skipped.length} ${report.skipped.length === 1 ? "operation was" : "operations were"} skipped (strict mode):\n  ${listed}${more}`,
+    { where: { file: first.file, pointer: first.pointer }, details: { skipped: report.skipped } },
+  );
 }

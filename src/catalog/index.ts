@@ -1,12 +1,35 @@
-export { CATALOG_SCHEMA_VERSION, Catalog, type LoadCatalogOptions, loadCatalog } from "./catalog.js";
+export {
+  assertComplete,
+  CATALOG_SCHEMA_VERSION,
+  Catalog,
+  type LoadCatalogOptions,
+  loadCatalog,
+  tolerantCatalog,
+} from "./catalog.js";
 export { effectFromHttp, effectFromName } from "./effect.js";
 export { type ExportOpenApiOptions, exportOpenApi, TOOL_ERROR_SCHEMA } from "./export-openapi.js";
 export { detectFunctionFormat, toolFromFunction } from "./formats/function-style.js";
-export { isOpenApiDocument, toolsFromOpenApi } from "./formats/openapi.js";
+export { isOpenApiDocument, type OpenApiReadOptions, toolsFromOpenApi } from "./formats/openapi.js";
+export { convertSwagger2, isSwagger2Document, type Swagger2Conversion } from "./formats/swagger2.js";
 export { closeArgumentObject, fromBfclSchema, toJsonSchema2020 } from "./json-schema.js";
-export { loadToolFile, type ToolsFromDocumentOptions, toolsFromDocument } from "./load.js";
+export { loadToolFile, prepareDocument, type ToolsFromDocumentOptions, toolsFromDocument } from "./load.js";
+export {
+  type NormaliseOptions,
+  type SchemaDialect,
+  type SchemaDirection,
+  SchemaNormaliser,
+  type SchemaWarn,
+} from "./normalise.js";
 export { parseDocument, readDocument } from "./read-document.js";
-export { resolveLocalRefs } from "./refs.js";
+export { DEFS_PREFIX, embedSchema, RefResolver, resolveLocalRefs, rewriteDefinitionRefs } from "./refs.js";
+export {
+  type CatalogNote,
+  describeNote,
+  LOAD_REPORT_SCHEMA_VERSION,
+  LoadReport,
+  summariseLoad,
+} from "./report.js";
+export { repairSchema } from "./schema-check.js";
 export {
   type HttpBinding,
   type JsonObjectSchema,

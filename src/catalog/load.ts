@@ -5,8 +5,10 @@ import {
   toolFromFunction,
 } from "./formats/function-style.js";
 import { isOpenApiDocument, toolsFromOpenApi } from "./formats/openapi.js";
+import { convertSwagger2, isSwagger2Document } from "./formats/swagger2.js";
 import { isPlainObject } from "./json-schema.js";
 import { readDocument } from "./read-document.js";
+import type { LoadReport } from "./report.js";
 import type { Tool, ToolFormat } from "./tool.js";
 
 export interface ToolsFromDocumentOptions {
@@ -14,6 +16,11 @@ export interface ToolsFromDocumentOptions {
   file?: string;
   /** Read every definition as this format instead of detecting it. */
   format?: ToolFormat;
+  /**
+   * Where warnings and skipped definitions go. With a report, a definition or operation that cannot be
+   * read is skipped and reported and the rest still load; without one, the first problem is an error.
+   */
+  report?: LoadReport;
 }
 
 /**
@@ -22,13 +29,22 @@ export interface ToolsFromDocumentOptions {
  * JSON-RPC response); or a BFCL question line (`{function: [...]}`).
  */
 export function toolsFromDocument(document: unknown, options: ToolsFromDocumentOptions = {}): Tool[] {
-  const { file } = options;
+  const { file, report } = options;
   if (options.format === "openapi" || (options.format === undefined && isOpenApiDocument(document))) {
-    return toolsFromOpenApi(document, file);
+    return toolsFromOpenApi(document, { file, report });
   }
   const forced = options.format as FunctionStyleFormat | undefined;
   const readList = (list: unknown[], pointer: string) =>
-    list.map((definition, index) => readOne(definition, `${pointer}/${index}`, forced, file));
+    list.flatMap((definition, index) => {
+      const at = `${pointer}/${index}`;
+      try {
+        return [readOne(definition, at, forced, file, report)];
+      } catch (error) {
+        if (!report || !(error instanceof TerrariumError)) throw error;
+        report.skip({ code: error.code, message: error.message, file, pointer: error.where.pointer ?? at });
+        return [];
+      }
+    });
 
   if (Array.isArray(document)) {
     // A JSON Lines file of BFCL questions or of OpenAPI documents is a list of containers, not of tools.
@@ -45,7 +61,7 @@ export function toolsFromDocument(document: unknown, options: ToolsFromDocumentO
     }
     if (Array.isArray(document.tools)) return readList(document.tools, "/tools");
     if (Array.isArray(document.function)) return readList(document.function, "/function");
-    return [readOne(document, "", forced, file)];
+    return [readOne(document, "", forced, file, report)];
   }
   throw new TerrariumError(
     "UNKNOWN_FORMAT",
@@ -60,7 +76,8 @@ function readOne(
   definition: unknown,
   pointer: string,
   forced: FunctionStyleFormat | undefined,
-  file?: string,
+  file: string | undefined,
+  report: LoadReport | undefined,
 ): Tool {
   const format = forced ?? detectFunctionFormat(definition);
   if (!format) {
@@ -74,7 +91,7 @@ function readOne(
       { where: { file, pointer } },
     );
   }
-  return toolFromFunction(definition, format, { file, pointer });
+  return toolFromFunction(definition, format, { file, pointer, report });
 }
 
 function isContainer(item: unknown): boolean {
@@ -92,10 +109,41 @@ function withPointerPrefix(tools: Tool[], prefix: string, file?: string): Tool[]
   );
 }
 
-/** Reads the tools of one file (JSON, JSON Lines or YAML). */
-export function loadToolFile(file: string, options: Omit<ToolsFromDocumentOptions, "file"> = {}): Tool[] {
-  const document = readDocument(file);
+/**
+ * Brings a parsed document to a form `toolsFromDocument` reads: Swagger 2.0 documents (alone or as lines
+ * of a JSON Lines file) are converted to OpenAPI 3 by swagger2openapi; the converter's own repairs are
+ * reported as warnings.
+ */
+export async function prepareDocument(
+  document: unknown,
+  options: { file?: string; report?: LoadReport } = {},
+): Promise<unknown> {
+  const convert = async (item: unknown, pointer: string): Promise<unknown> => {
+    if (!isSwagger2Document(item)) return item;
+    const converted = await convertSwagger2(item, { file: options.file });
+    for (const warning of converted.warnings) {
+      options.report?.warn({
+        code: "SWAGGER_REPAIRED",
+        message: warning.message,
+        file: options.file,
+        pointer: pointer + warning.pointer,
+      });
+    }
+    return converted.document;
+  };
+  if (Array.isArray(document) && document.some(isSwagger2Document)) {
+    return Promise.all(document.map((item, index) => convert(item, `/${index}`)));
+  }
+  return convert(document, "");
+}
+
+/** Reads the tools of one file (JSON, JSON Lines or YAML; OpenAPI 3, Swagger 2.0 or function-style). */
+export async function loadToolFile(
+  file: string,
+  options: Omit<ToolsFromDocumentOptions, "file"> = {},
+): Promise<Tool[]> {
   try {
+    const document = await prepareDocument(readDocument(file), { file, report: options.report });
     return toolsFromDocument(document, { ...options, file });
   } catch (error) {
     throw error instanceof TerrariumError ? error.locatedIn({ file }) : error;

@@ -1,8 +1,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { Catalog, type LoadCatalogOptions } from "../catalog/catalog.js";
+import { assertComplete, type Catalog, type LoadCatalogOptions, tolerantCatalog } from "../catalog/catalog.js";
 import { loadToolFile, toolsFromDocument } from "../catalog/load.js";
+import { LoadReport } from "../catalog/report.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
 
@@ -60,10 +61,15 @@ function splitCommand(line: string): string[] {
 /** Loads a catalog from files and running MCP servers alike. */
 export async function loadToolSources(sources: string[], options: LoadCatalogOptions = {}): Promise<Catalog> {
   const tools: Tool[] = [];
+  const report = new LoadReport();
   for (const source of sources) {
     if (isMcpSource(source)) tools.push(...(await toolsFromMcpServer(source)));
-    else tools.push(...loadToolFile(source, options.format ? { format: options.format } : {}));
+    else
+      tools.push(
+        ...(await loadToolFile(source, { report, ...(options.format ? { format: options.format } : {}) })),
+      );
   }
-  const catalog = new Catalog(tools);
+  const catalog = tolerantCatalog(tools, report);
+  if (options.strict) assertComplete(report);
   return options.effects ? catalog.withEffects(options.effects) : catalog;
 }

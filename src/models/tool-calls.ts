@@ -1,4 +1,5 @@
-import type { JsonObjectSchema } from "../catalog/tool.js";
+import { embedSchema } from "../catalog/refs.js";
+import type { JsonObjectSchema, JsonSchema } from "../catalog/tool.js";
 import type { Message, ModelToolCall, ToolSpec } from "./types.js";
 
 export { toolInstruction } from "./prompts/tool-calls.js";
@@ -46,23 +47,26 @@ export function fromProviderNames(calls: ModelToolCall[], naming: ToolNaming): M
 
 /** The answer schema of emulated tool calling: a text and a list of calls, each naming a known tool. */
 export function emulatedToolSchema(tools: ToolSpec[]): JsonObjectSchema {
+  // Recursive tool schemas bring their $defs; each tool's are renamed apart and gathered at the root.
+  const definitions: Record<string, unknown> = {};
+  const alternatives = tools.map((tool, index) => {
+    const embedded = embedSchema(tool.inputSchema as JsonSchema, `t${index}_`);
+    Object.assign(definitions, embedded.definitions);
+    return {
+      type: "object",
+      properties: { name: { const: tool.name }, arguments: embedded.schema },
+      required: ["name", "arguments"],
+      additionalProperties: false,
+    };
+  });
   return {
     type: "object",
     properties: {
       content: { type: "string" },
-      tool_calls: {
-        type: "array",
-        items: {
-          anyOf: tools.map((tool) => ({
-            type: "object",
-            properties: { name: { const: tool.name }, arguments: tool.inputSchema },
-            required: ["name", "arguments"],
-            additionalProperties: false,
-          })),
-        },
-      },
+      tool_calls: { type: "array", items: { anyOf: alternatives } },
     },
     required: ["content", "tool_calls"],
     additionalProperties: false,
+    ...(Object.keys(definitions).length > 0 ? { $defs: definitions } : {}),
   };
 }

@@ -41,6 +41,8 @@ export interface ServeOptions {
   seed?: string;
   /** Environment instances kept live (the code simulator's LRU; default 64). */
   liveInstances?: number;
+  /** Refuse to start when any operation of the tool files had to be skipped. */
+  strict?: boolean;
 }
 
 /** Whether a source names an environment rather than a file of tool definitions. */
@@ -68,10 +70,9 @@ export async function buildEngine(
     );
   const files = options.sources.filter((source) => !environments.includes(source));
   const environment = environments[0] ? await loadEnvironment(environments[0]) : undefined;
-  const tools: Tool[] = [
-    ...(environment?.tools ?? []),
-    ...(files.length > 0 ? loadCatalog(files).tools : []),
-  ];
+  const loaded =
+    files.length > 0 ? await loadCatalog(files, { strict: options.strict === true }) : new Catalog();
+  const tools: Tool[] = [...(environment?.tools ?? []), ...loaded.tools];
   if (tools.length === 0)
     throw new TerrariumError(
       "INVALID_INPUT",
@@ -111,7 +112,7 @@ export async function buildEngine(
   }
   const engine = new Engine({
     ...(semantic ? { semantic } : {}),
-    catalog: new Catalog(tools),
+    catalog: new Catalog(tools, loaded.report),
     store: options.db ? new SqliteStore(options.db) : new MemoryStore(),
     simulators,
     policy: options.simulator ?? "auto",

@@ -4,9 +4,11 @@ import { toolFixture } from "../helpers/paths.js";
 
 const byName = (tools: Tool[]) => Object.fromEntries(tools.map((tool) => [tool.name, tool]));
 
+const petstoreTools = byName(await loadToolFile(toolFixture("petstore.openapi.yaml")));
+const ordersTools = byName(await loadToolFile(toolFixture("orders.openapi.json")));
+
 describe("OpenAPI 3.0 (YAML)", () => {
-  const file = toolFixture("petstore.openapi.yaml");
-  const tools = byName(loadToolFile(file));
+  const tools = petstoreTools;
 
   it("makes one tool per operation, named by operationId", () => {
     expect(Object.keys(tools)).toEqual(["listPets", "createPet", "showPetById", "deletePet", "updatePet"]);
@@ -51,7 +53,7 @@ describe("OpenAPI 3.0 (YAML)", () => {
       effectSource: "inferred",
       origin: {
         format: "openapi",
-        file,
+        file: toolFixture("petstore.openapi.yaml"),
         pointer: "/paths/~1pets/get",
         http: {
           method: "GET",
@@ -107,7 +109,7 @@ describe("OpenAPI 3.0 (YAML)", () => {
 });
 
 describe("OpenAPI 3.1 (JSON)", () => {
-  const tools = byName(loadToolFile(toolFixture("orders.openapi.json")));
+  const tools = ordersTools;
 
   it("resolves refs anywhere in the document and merges $ref siblings", () => {
     expect(tools.search_orders?.inputSchema.properties).toEqual({
@@ -151,8 +153,8 @@ describe("OpenAPI 3.1 (JSON)", () => {
 });
 
 describe("function-style formats", () => {
-  it("reads OpenAI chat tools, Responses-API tools and tools without parameters", () => {
-    const tools = byName(loadToolFile(toolFixture("openai-tools.json")));
+  it("reads OpenAI chat tools, Responses-API tools and tools without parameters", async () => {
+    const tools = byName(await loadToolFile(toolFixture("openai-tools.json")));
     expect(tools.get_weather?.inputSchema).toEqual({
       type: "object",
       properties: {
@@ -181,8 +183,8 @@ describe("function-style formats", () => {
     expect(tools.ping?.inputSchema).toEqual({ type: "object", properties: {}, additionalProperties: false });
   });
 
-  it("reads bare draft-07 function definitions into 2020-12 (definitions inlined, tuple items as prefixItems)", () => {
-    const tools = byName(loadToolFile(toolFixture("functions.json")));
+  it("reads bare draft-07 function definitions into 2020-12 (definitions inlined, tuple items as prefixItems)", async () => {
+    const tools = byName(await loadToolFile(toolFixture("functions.json")));
     expect(tools.search_flights?.inputSchema).toEqual({
       type: "object",
       properties: {
@@ -207,16 +209,16 @@ describe("function-style formats", () => {
     expect(tools.cancel_booking?.effect).toBe("write");
   });
 
-  it("reads Anthropic tools", () => {
-    const [tool] = loadToolFile(toolFixture("anthropic-tools.json"));
+  it("reads Anthropic tools", async () => {
+    const [tool] = await loadToolFile(toolFixture("anthropic-tools.json"));
     expect(tool?.origin.format).toBe("anthropic");
     expect(tool?.effect).toBe("write");
     expect(tool?.inputSchema.required).toEqual(["to", "subject"]);
     expect(tool?.inputSchema.additionalProperties).toBe(false);
   });
 
-  it("reads an MCP tools/list result with titles, output schemas and annotations as declared effects", () => {
-    const tools = byName(loadToolFile(toolFixture("mcp-tools.json")));
+  it("reads an MCP tools/list result with titles, output schemas and annotations as declared effects", async () => {
+    const tools = byName(await loadToolFile(toolFixture("mcp-tools.json")));
     expect(tools.read_file).toMatchObject({
       title: "Read a file",
       effect: "read",
@@ -228,8 +230,8 @@ describe("function-style formats", () => {
     expect(tools.noop).toMatchObject({ description: "", effect: "unknown", effectSource: "inferred" });
   });
 
-  it("reads BFCL docs: Python and Java type names, array-level enums, response schemas", () => {
-    const tools = byName(loadToolFile(toolFixture("bfcl-tools.json")));
+  it("reads BFCL docs: Python and Java type names, array-level enums, response schemas", async () => {
+    const tools = byName(await loadToolFile(toolFixture("bfcl-tools.json")));
     expect(tools["geo.distance"]?.inputSchema).toEqual({
       type: "object",
       properties: {
@@ -277,22 +279,22 @@ describe("function-style formats", () => {
 });
 
 describe("catalog", () => {
-  it("loads several sources into one catalog and finds the closest names", () => {
-    const catalog = loadCatalog([toolFixture("openai-tools.json"), toolFixture("mcp-tools.json")]);
+  it("loads several sources into one catalog and finds the closest names", async () => {
+    const catalog = await loadCatalog([toolFixture("openai-tools.json"), toolFixture("mcp-tools.json")]);
     expect(catalog.names).toEqual(["get_weather", "book_table", "ping", "read_file", "run_query", "noop"]);
     expect(catalog.closest("get_wether")).toEqual(["get_weather"]);
     expect(catalog.closest("readFile")).toEqual(["read_file"]);
     expect(catalog.closest("completely_different_thing")).toEqual([]);
   });
 
-  it("lets effects be overridden", () => {
-    const catalog = loadCatalog([toolFixture("mcp-tools.json")], { effects: { noop: "read" } });
+  it("lets effects be overridden", async () => {
+    const catalog = await loadCatalog([toolFixture("mcp-tools.json")], { effects: { noop: "read" } });
     expect(catalog.get("noop")).toMatchObject({ effect: "read", effectSource: "declared" });
     expect(() => catalog.withEffects({ nope: "read" })).toThrow(/cannot set the effect of "nope"/);
   });
 
-  it("serialises with a schemaVersion", () => {
-    const catalog = new Catalog(loadToolFile(toolFixture("anthropic-tools.json")));
+  it("serialises with a schemaVersion", async () => {
+    const catalog = new Catalog(await loadToolFile(toolFixture("anthropic-tools.json")));
     expect(catalog.toJSON()).toEqual({ schemaVersion: 1, tools: catalog.tools });
   });
 });

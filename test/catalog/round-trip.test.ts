@@ -26,7 +26,7 @@ const FIXTURES = [
 describe("round trip through OpenAPI 3.1", () => {
   for (const fixture of FIXTURES) {
     it(`is lossless for ${fixture}`, async () => {
-      const catalog = new Catalog(loadToolFile(toolFixture(fixture)));
+      const catalog = new Catalog(await loadToolFile(toolFixture(fixture)));
       const { document, back } = roundTrip(catalog);
       expect(back.size).toBe(catalog.size);
       for (const tool of catalog.tools) expect(canonicalJson(back.get(tool.name))).toBe(canonicalJson(tool));
@@ -36,14 +36,22 @@ describe("round trip through OpenAPI 3.1", () => {
     });
   }
 
-  it("is lossless for every BFCL tool (single-turn questions and multi-turn docs)", () => {
+  it("is lossless for every BFCL tool (single-turn questions and multi-turn docs)", async () => {
     const tools = [
-      ...["simple", "multiple", "parallel"].flatMap((category) =>
-        loadToolFile(join(BFCL_DIR, `BFCL_v3_${category}.json`)),
-      ),
-      ...readdirSync(join(BFCL_DIR, "multi_turn_func_doc")).flatMap((file) =>
-        loadToolFile(join(BFCL_DIR, "multi_turn_func_doc", file)),
-      ),
+      ...(
+        await Promise.all(
+          ["simple", "multiple", "parallel"].map((category) =>
+            loadToolFile(join(BFCL_DIR, `BFCL_v3_${category}.json`)),
+          ),
+        )
+      ).flat(),
+      ...(
+        await Promise.all(
+          readdirSync(join(BFCL_DIR, "multi_turn_func_doc")).map((file) =>
+            loadToolFile(join(BFCL_DIR, "multi_turn_func_doc", file)),
+          ),
+        )
+      ).flat(),
     ];
     expect(tools.length).toBe(1157 + 129);
     // Tool names repeat across BFCL questions, so go through the catalog in name-unique batches.
@@ -64,8 +72,8 @@ describe("round trip through OpenAPI 3.1", () => {
     expect(checked).toBe(tools.length);
   });
 
-  it("writes Gecko's shape: one POST per tool, the arguments as body, a oneOf success/error 200", () => {
-    const catalog = new Catalog(loadToolFile(toolFixture("mcp-tools.json")));
+  it("writes Gecko's shape: one POST per tool, the arguments as body, a oneOf success/error 200", async () => {
+    const catalog = new Catalog(await loadToolFile(toolFixture("mcp-tools.json")));
     const document = exportOpenApi(catalog, { title: "Workspace" });
     expect(document.openapi).toBe("3.1.0");
     expect(document.info).toEqual({

@@ -26,7 +26,7 @@ const transfer = (amount: number) => ({
 
 describe("engine with the schema simulator (offline default)", () => {
   it("answers schema-valid results without changing the state, and records every call", async () => {
-    const catalog = new Catalog(loadToolFile(toolFixture("petstore.openapi.yaml")));
+    const catalog = new Catalog(await loadToolFile(toolFixture("petstore.openapi.yaml")));
     const engine = new Engine({ catalog, seed: 7, clock: new ManualClock() });
     const session = await engine.createSession({ state: { pets: {} } });
     const listed = await engine.call(session.id, { name: "listPets", arguments: { limit: 2 } });
@@ -54,7 +54,7 @@ describe("engine with the schema simulator (offline default)", () => {
   });
 
   it("gives the same answers for the same seed", async () => {
-    const catalog = new Catalog(loadToolFile(toolFixture("orders.openapi.json")));
+    const catalog = new Catalog(await loadToolFile(toolFixture("orders.openapi.json")));
     const run = async () => {
       const engine = new Engine({ catalog, seed: 3, clock: new ManualClock() });
       const session = await engine.createSession();

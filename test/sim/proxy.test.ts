@@ -33,7 +33,7 @@ afterAll(() => new Promise<void>((resolve) => api.close(() => resolve())));
 
 describe("proxy simulator (hybrid)", () => {
   it("forwards reads with path and query parameters, folds real results into the state, and simulates writes", async () => {
-    const catalog = new Catalog(loadToolFile(toolFixture("petstore.openapi.yaml")));
+    const catalog = new Catalog(await loadToolFile(toolFixture("petstore.openapi.yaml")));
     const engine = new Engine({
       catalog,
       simulators: [new ProxySimulator({ baseUrl: base })],

@@ -77,7 +77,7 @@ describe("GATS in hybrid mode", () => {
       cache: null,
     });
     const engine = new Engine({
-      catalog: new Catalog(loadToolFile(toolFixture("petstore.openapi.yaml"))),
+      catalog: new Catalog(await loadToolFile(toolFixture("petstore.openapi.yaml"))),
       simulators: [new ProxySimulator({ baseUrl: base })],
       policy: "schema",
       seed: 1,

@@ -1,14 +1,17 @@
 import { TerrariumError } from "../../core/errors.js";
+import { setOwn } from "../../core/immutable-json.js";
 import { effectFromName } from "../effect.js";
 import {
   closeArgumentObject,
   emptyArgumentSchema,
   fromBfclSchema,
   isPlainObject,
-  toJsonSchema2020,
   usesBfclTypes,
 } from "../json-schema.js";
-import { resolveLocalRefs } from "../refs.js";
+import { SchemaNormaliser, type SchemaWarn } from "../normalise.js";
+import { RefResolver } from "../refs.js";
+import type { LoadReport } from "../report.js";
+import { repairSchema } from "../schema-check.js";
 import type { JsonObjectSchema, JsonSchema, Tool, ToolFormat } from "../tool.js";
 
 /**
@@ -34,6 +37,8 @@ export function detectFunctionFormat(definition: unknown): FunctionStyleFormat |
 export interface FunctionToolContext {
   file?: string;
   pointer: string;
+  /** Where schema warnings go (normalised keywords, translated patterns, unresolvable refs). */
+  report?: LoadReport;
 }
 
 /** Reads one function-style tool definition in the given format. */
@@ -68,10 +73,7 @@ export function toolFromFunction(
   } else {
     if (!isPlainObject(rawSchema))
       throw fail(`"${schemaKey}" must be a JSON Schema object`, `${bodyPointer}/${schemaKey}`);
-    // $refs inside a function's schema are relative to the schema itself ($defs, definitions).
-    inputSchema = resolveLocalRefs(rawSchema, rawSchema, { file: context.file }) as JsonSchema;
-    inputSchema = format === "bfcl" ? fromBfclSchema(inputSchema) : toJsonSchema2020(inputSchema);
-    inputSchema = withoutDefinitions(inputSchema as JsonObjectSchema);
+    inputSchema = canonicalSchema(rawSchema, format, context, name, "/inputSchema");
     if (inputSchema.type === undefined && inputSchema.properties !== undefined)
       inputSchema = { type: "object", ...inputSchema };
     if (inputSchema.type !== "object") {
@@ -83,10 +85,20 @@ export function toolFromFunction(
     }
   }
 
+  const closed = repairSchema(
+    closeArgumentObject(inputSchema as JsonObjectSchema),
+    warnFor(context, name),
+    "/inputSchema",
+  );
+  if (!isPlainObject(closed)) {
+    throw new TerrariumError("SCHEMA_INVALID", `the arguments of "${name}" are not usable JSON Schema`, {
+      where: { file: context.file, pointer: schemaPointer },
+    });
+  }
   const tool: Tool = {
     name,
     description: typeof body.description === "string" ? body.description : "",
-    inputSchema: closeArgumentObject(inputSchema as JsonObjectSchema),
+    inputSchema: closed,
     effect: "unknown",
     effectSource: "inferred",
     origin: { format, ...(context.file ? { file: context.file } : {}), pointer: context.pointer },
@@ -95,10 +107,12 @@ export function toolFromFunction(
 
   const output = format === "mcp" ? body.outputSchema : format === "bfcl" ? body.response : undefined;
   if (isPlainObject(output)) {
-    const resolved = resolveLocalRefs(output, output, { file: context.file }) as JsonSchema;
-    tool.outputSchema = withoutDefinitions(
-      (format === "bfcl" ? fromBfclSchema(resolved) : toJsonSchema2020(resolved)) as JsonObjectSchema,
+    const schema = repairSchema(
+      canonicalSchema(output, format, context, name, "/outputSchema"),
+      warnFor(context, name),
+      "/outputSchema",
     );
+    if (schema !== undefined) tool.outputSchema = schema;
   }
 
   const annotations = format === "mcp" && isPlainObject(body.annotations) ? body.annotations : undefined;
@@ -114,9 +128,34 @@ export function toolFromFunction(
   return tool;
 }
 
-/** After refs are inlined the definition sections are dead weight; drop them so schemas stay small. */
-function withoutDefinitions(schema: JsonObjectSchema): JsonObjectSchema {
-  if (!("$defs" in schema) && !("definitions" in schema)) return schema;
-  const { $defs: _defs, definitions: _definitions, ...rest } = schema;
-  return rest;
+/**
+ * A function's schema in canonical form. `$ref`s inside it are relative to the schema itself (`$defs`,
+ * `definitions`): non-recursive ones are inlined and the source's definition sections dropped; recursive
+ * ones stay as references into the `$defs` terrarium attaches.
+ */
+function canonicalSchema(
+  raw: Record<string, unknown>,
+  format: FunctionStyleFormat,
+  context: FunctionToolContext,
+  tool: string,
+  pointer: string,
+): JsonObjectSchema {
+  const warn = warnFor(context, tool);
+  const resolver = new RefResolver(raw, { file: context.file, report: context.report });
+  const resolved = resolver.resolve(raw) as JsonObjectSchema;
+  const { $defs: _defs, definitions: _definitions, ...body } = resolved;
+  const normaliser = new SchemaNormaliser({ dialect: "json-schema", warn });
+  const normalise = (schema: unknown, at: string) =>
+    normaliser.normalise(format === "bfcl" ? fromBfclSchema(schema as JsonSchema) : schema, at);
+  const rooted = resolver.withDefinitions(normalise(body, pointer)) as JsonObjectSchema;
+  if (!isPlainObject(rooted.$defs)) return rooted;
+  const $defs: Record<string, unknown> = {};
+  for (const [name, definition] of Object.entries(rooted.$defs))
+    setOwn($defs, name, normalise(definition, `${pointer}/$defs/${name}`));
+  return { ...rooted, $defs };
+}
+
+function warnFor(context: FunctionToolContext, tool: string): SchemaWarn {
+  return (code, message, pointer) =>
+    context.report?.warn({ code, message, ...(context.file ? { file: context.file } : {}), pointer, tool });
 }

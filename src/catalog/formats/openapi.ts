@@ -1,8 +1,12 @@
 import { TerrariumError } from "../../core/errors.js";
+import { setOwn } from "../../core/immutable-json.js";
 import { escapeToken } from "../../core/json-pointer.js";
 import { effectFromHttp } from "../effect.js";
-import { closeArgumentObject, isPlainObject, toJsonSchema2020 } from "../json-schema.js";
-import { resolveLocalRefs } from "../refs.js";
+import { closeArgumentObject, isPlainObject } from "../json-schema.js";
+import { type SchemaDirection, SchemaNormaliser, type SchemaWarn } from "../normalise.js";
+import { RefResolver } from "../refs.js";
+import type { LoadReport } from "../report.js";
+import { repairSchema } from "../schema-check.js";
 import type { HttpBinding, JsonObjectSchema, JsonSchema, Tool, ToolEffect, ToolOrigin } from "../tool.js";
 import { TOOL_EFFECTS } from "../tool.js";
 
@@ -23,14 +27,29 @@ export function isOpenApiDocument(document: unknown): boolean {
   return isPlainObject(document) && ("openapi" in document || "swagger" in document);
 }
 
-/** Reads every operation of an OpenAPI 3.0 or 3.1 document (JSON already parsed) as a tool. */
-export function toolsFromOpenApi(document: unknown, file?: string): Tool[] {
+export interface OpenApiReadOptions {
+  /** File the document came from, for origins and notes. */
+  file?: string;
+  /**
+   * Where warnings and skipped operations go. Without a report the reading is strict: the first
+   * operation that cannot be read is an error, and warnings are not kept.
+   */
+  report?: LoadReport;
+}
+
+/**
+ * Reads every operation of an OpenAPI 3.0 or 3.1 document (JSON already parsed) as a tool. With a
+ * report, an operation that cannot be read is skipped and reported (file, JSON Pointer, why) and the
+ * others still load; schema problems that have a clear reading are normalised with a warning.
+ */
+export function toolsFromOpenApi(document: unknown, options: OpenApiReadOptions | string = {}): Tool[] {
+  const { file, report } = typeof options === "string" ? { file: options, report: undefined } : options;
   const fail = (message: string, pointer = "") =>
     new TerrariumError("INVALID_OPENAPI", message, { where: { file, pointer } });
   if (!isPlainObject(document)) throw fail("an OpenAPI document must be an object");
   if ("swagger" in document) {
     throw fail(
-      `Swagger ${String(document.swagger)} is not supported; convert it to OpenAPI 3 first`,
+      `Swagger ${String(document.swagger)} must be converted to OpenAPI 3 first (loadToolFile and the CLI do this)`,
       "/swagger",
     );
   }
@@ -41,11 +60,17 @@ export function toolsFromOpenApi(document: unknown, file?: string): Tool[] {
       "/openapi",
     );
   }
-  const is30 = version.startsWith("3.0");
   const paths = document.paths ?? {};
   if (!isPlainObject(paths)) throw fail('"paths" must be an object', "/paths");
   if (Object.keys(paths).length === 0 && !isPlainObject(document.webhooks)) {
-    throw fail('the document has no operations ("paths" is empty)', "/paths");
+    if (!report) throw fail('the document has no operations ("paths" is empty)', "/paths");
+    report.warn({
+      code: "NO_OPERATIONS",
+      message: 'the document has no operations ("paths" is empty)',
+      file,
+      pointer: "/paths",
+    });
+    return [];
   }
   const servers = Array.isArray(document.servers)
     ? document.servers.flatMap((server) =>
@@ -53,46 +78,96 @@ export function toolsFromOpenApi(document: unknown, file?: string): Tool[] {
       )
     : [];
 
+  let currentTool: string | undefined;
+  const schemas: DocumentSchemas = {
+    resolver: new RefResolver(document, { file, report }),
+    normaliser: new SchemaNormaliser({
+      dialect: version.startsWith("3.0") ? "openapi-3.0" : "openapi-3.1",
+      warn: (code, message, pointer) => report?.warn({ code, message, file, pointer, tool: currentTool }),
+    }),
+    warn: (code, message, pointer) => report?.warn({ code, message, file, pointer, tool: currentTool }),
+  };
+  const skip = (error: unknown, pointer: string, tool?: string) => {
+    if (!report || !(error instanceof TerrariumError)) throw error;
+    report.skip({
+      code: error.code,
+      message: error.message,
+      file,
+      pointer: error.where?.pointer ?? pointer,
+      ...(tool ? { tool } : {}),
+    });
+  };
+
   const tools: Tool[] = [];
   const seen = new Map<string, string>();
   for (const [path, rawItem] of Object.entries(paths)) {
     const itemPointer = `/paths/${escapeToken(path)}`;
-    if (!path.startsWith("/")) throw fail(`path "${path}" must start with "/"`, itemPointer);
-    if (!isPlainObject(rawItem)) throw fail(`path item "${path}" must be an object`, itemPointer);
-    const item = resolveLocalRefs(document, rawItem, { file, basePointer: itemPointer }) as Record<
-      string,
-      unknown
-    >;
+    let item: Record<string, unknown>;
+    try {
+      if (!path.startsWith("/")) throw fail(`path "${path}" must start with "/"`, itemPointer);
+      if (!isPlainObject(rawItem)) throw fail(`path item "${path}" must be an object`, itemPointer);
+      const resolved = schemas.resolver.resolve(rawItem, itemPointer);
+      if (!isPlainObject(resolved)) throw fail(`path item "${path}" must be an object`, itemPointer);
+      item = resolved;
+    } catch (error) {
+      skip(error, itemPointer);
+      continue;
+    }
     for (const method of METHODS) {
       const operation = item[method];
       if (operation === undefined) continue;
       const pointer = `${itemPointer}/${method}`;
-      if (!isPlainObject(operation))
-        throw fail(`operation ${method.toUpperCase()} ${path} must be an object`, pointer);
-      const tool = operationToTool({
-        path,
-        method,
-        operation,
-        pathItem: item,
-        is30,
-        servers,
-        file,
-        pointer,
-        fail,
-      });
-      const previous = seen.get(tool.name);
-      if (previous) {
-        throw new TerrariumError(
-          "DUPLICATE_TOOL",
-          `operationId "${tool.name}" is used twice (also at ${previous}); tool names must be unique`,
-          { where: { file, pointer } },
-        );
+      try {
+        if (!isPlainObject(operation))
+          throw fail(`operation ${method.toUpperCase()} ${path} must be an object`, pointer);
+        currentTool = operationName(operation, method, path);
+        const tool = operationToTool({
+          path,
+          method,
+          operation,
+          pathItem: item,
+          servers,
+          file,
+          pointer,
+          fail,
+          schemas,
+        });
+        const previous = seen.get(tool.name);
+        if (previous) {
+          if (!report) {
+            throw new TerrariumError(
+              "DUPLICATE_TOOL",
+              `operationId "${tool.name}" is used twice (also at ${previous}); tool names must be unique`,
+              { where: { file, pointer } },
+            );
+          }
+          const renamed = uniqueName(tool.name, method, path, seen);
+          report.warn({
+            code: "DUPLICATE_OPERATION_ID",
+            message: `operationId "${tool.name}" is also used at ${previous}; this operation is named "${renamed}"`,
+            file,
+            pointer: `${pointer}/operationId`,
+            tool: renamed,
+          });
+          tool.name = renamed;
+        }
+        seen.set(tool.name, pointer);
+        tools.push(tool);
+      } catch (error) {
+        skip(error, pointer, currentTool);
+      } finally {
+        currentTool = undefined;
       }
-      seen.set(tool.name, pointer);
-      tools.push(tool);
     }
   }
   return tools;
+}
+
+/** What reading one document's schemas needs: its references, its dialect, its warnings. */
+interface DocumentSchemas {
+  resolver: RefResolver;
+  normaliser: SchemaNormaliser;
+  warn: SchemaWarn;
 }
 
 interface OperationInput {
@@ -100,21 +175,31 @@ interface OperationInput {
   method: string;
   operation: Record<string, unknown>;
   pathItem: Record<string, unknown>;
-  is30: boolean;
   servers: string[];
   file: string | undefined;
   pointer: string;
   fail: (message: string, pointer?: string) => TerrariumError;
+  schemas: DocumentSchemas;
+}
+
+function operationName(operation: Record<string, unknown>, method: string, path: string): string {
+  return typeof operation.operationId === "string" && operation.operationId.trim() !== ""
+    ? operation.operationId
+    : derivedName(method, path);
+}
+
+/** A name for the second operation that claims an operationId: method and path, else a number. */
+function uniqueName(name: string, method: string, path: string, taken: Map<string, string>): string {
+  const derived = derivedName(method, path);
+  if (!taken.has(derived)) return derived;
+  for (let suffix = 2; ; suffix++) if (!taken.has(`${name}_${suffix}`)) return `${name}_${suffix}`;
 }
 
 function operationToTool(input: OperationInput): Tool {
-  const { path, method, operation, pathItem, is30, file, pointer, fail } = input;
-  const convert = (schema: unknown): JsonSchema =>
-    is30 ? toJsonSchema2020(schema as JsonSchema) : (schema as JsonSchema);
-  const name =
-    typeof operation.operationId === "string" && operation.operationId
-      ? operation.operationId
-      : derivedName(method, path);
+  const { path, method, operation, pathItem, file, pointer, fail, schemas } = input;
+  const convert = (schema: unknown, at: string, direction: SchemaDirection): JsonSchema =>
+    schemas.normaliser.normalise(schema, at, direction);
+  const name = operationName(operation, method, path);
 
   // Parameters: path-level ones apply unless the operation redefines the same name and location.
   const parameters = new Map<string, Record<string, unknown>>();
@@ -130,7 +215,11 @@ function operationToTool(input: OperationInput): Tool {
         typeof parameter.name !== "string" ||
         typeof parameter.in !== "string"
       ) {
-        throw fail('each parameter needs a string "name" and "in"', `${listPointer}/${index}`);
+        const empty = isPlainObject(parameter) && Object.keys(parameter).length === 0;
+        throw fail(
+          `each parameter needs a string "name" and "in"${empty ? " (this one is empty: an unresolved $ref?)" : ""}`,
+          `${listPointer}/${index}`,
+        );
       }
       if (!["path", "query", "header", "cookie"].includes(parameter.in)) {
         throw fail(
@@ -150,12 +239,16 @@ function operationToTool(input: OperationInput): Tool {
     const where = parameter.in as HttpBinding["parameters"][number]["in"];
     const paramName = parameter.name as string;
     if (where === "header" && IGNORED_HEADERS.has(paramName.toLowerCase())) continue;
-    let schema = convert(parameter.schema ?? contentSchema(parameter.content) ?? {});
+    let schema = convert(
+      parameter.schema ?? contentSchema(parameter.content) ?? {},
+      `/inputSchema/properties/${escapeToken(paramName)}`,
+      "request",
+    );
     if (typeof parameter.description === "string" && isPlainObject(schema) && !("description" in schema)) {
       schema = { ...schema, description: parameter.description };
     }
     if (parameter.deprecated === true && isPlainObject(schema)) schema = { ...schema, deprecated: true };
-    properties[paramName] = schema;
+    setOwn(properties, paramName, schema);
     if (parameter.required === true || where === "path") required.push(paramName);
     binding.parameters.push({ name: paramName, in: where });
   }
@@ -165,7 +258,7 @@ function operationToTool(input: OperationInput): Tool {
   const bodyContent = isPlainObject(body) ? pickJsonContent(body.content) : undefined;
   if (bodyContent) {
     binding.contentType = bodyContent.type;
-    const bodySchema = convert(bodyContent.schema ?? {});
+    const bodySchema = convert(schemas.resolver.unwrap(bodyContent.schema ?? {}), "/inputSchema", "request");
     const bodyRequired = isPlainObject(body) && body.required === true;
     const bodyIsObject =
       isPlainObject(bodySchema) && (bodySchema.type === "object" || isPlainObject(bodySchema.properties));
@@ -212,16 +305,56 @@ function operationToTool(input: OperationInput): Tool {
     name,
     description:
       typeof operation.description === "string" ? operation.description : (stringOr(operation.summary) ?? ""),
-    inputSchema: closeArgumentObject(inputSchema),
+    inputSchema: finishInputSchema(inputSchema, schemas),
     effect: (declared as ToolEffect | undefined) ?? effectFromHttp(method, name),
     effectSource: effectSource ?? (declared === undefined ? "inferred" : "declared"),
     origin,
   };
   const summary = stringOr(operation.summary);
   if (summary && summary !== tool.description) tool.title = summary;
-  const output = successSchema(operation.responses, convert);
-  if (output !== undefined) tool.outputSchema = output;
+  const output = successSchema(operation.responses, (schema) =>
+    convert(schemas.resolver.unwrap(schema), "/outputSchema", "response"),
+  );
+  if (output !== undefined) {
+    const finished = finishSchema(output, "/outputSchema", "response", schemas);
+    if (finished === undefined) {
+      schemas.warn(
+        "OUTPUT_SCHEMA_DROPPED",
+        "the result schema is not usable JSON Schema; results are not checked",
+        "/outputSchema",
+      );
+    } else tool.outputSchema = finished;
+  }
   return tool;
+}
+
+/** The argument schema as tools carry it: definitions attached, closed, checked against the meta-schema. */
+function finishInputSchema(schema: JsonObjectSchema, schemas: DocumentSchemas): JsonObjectSchema {
+  const finished = finishSchema(closeArgumentObject(schema), "/inputSchema", "request", schemas);
+  if (!isPlainObject(finished)) {
+    throw new TerrariumError("SCHEMA_INVALID", "the argument schema is not usable JSON Schema");
+  }
+  return finished;
+}
+
+function finishSchema(
+  schema: JsonSchema,
+  pointer: string,
+  direction: SchemaDirection,
+  schemas: DocumentSchemas,
+): JsonSchema | undefined {
+  let rooted = schemas.resolver.withDefinitions(schema);
+  if (isPlainObject(rooted) && isPlainObject(rooted.$defs)) {
+    const $defs: Record<string, unknown> = {};
+    for (const [name, body] of Object.entries(rooted.$defs))
+      setOwn(
+        $defs,
+        name,
+        schemas.normaliser.normalise(body, `${pointer}/$defs/${escapeToken(name)}`, direction),
+      );
+    rooted = { ...rooted, $defs };
+  }
+  return repairSchema(rooted, schemas.warn, pointer);
 }
 
 /** The schema of the 200 (else first 2xx) response; Gecko-shaped success/error unions give the success branch. */

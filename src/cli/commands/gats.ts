@@ -8,6 +8,7 @@ import { buildEngine } from "../../server/start.js";
 import { type GatsResult, gats } from "../../task/gats.js";
 import { runTaskLine, type TaskLine } from "../../task/run-task.js";
 import { type CliIo, collect } from "../io.js";
+import { describeLoad } from "./tools.js";
 
 interface GatsCliOptions {
   tools?: string[];
@@ -20,6 +21,7 @@ interface GatsCliOptions {
   out?: string;
   concurrency: number;
   resume?: boolean;
+  strict?: boolean;
 }
 
 export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
@@ -29,6 +31,7 @@ export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (c
     .option("--tools <source>", "tool definitions, an MCP server, or an environment (repeatable)", collect)
     .option("--task <text>", "the task; repeat for the turns of a multi-turn task", collect)
     .option("--state <file>", "starting state (JSON or YAML)")
+    .option("--strict", "fail when any operation of the tool files cannot be read")
     .option("--planner <model>", "the planner's model (default: roles.planner or roles.default)")
     .option("--max-retries <n>", "retries after the first attempt", (v) => Number.parseInt(v, 10), 3)
     .option("--json", "print everything as JSON")
@@ -71,7 +74,9 @@ async function runOne(
   const { engine } = await buildEngine({
     sources: options.tools,
     ...(options.state ? { state: options.state } : {}),
+    ...(options.strict ? { strict: true } : {}),
   });
+  io.stderr.write(describeLoad(engine.catalog));
   try {
     const start = await engine.createSession();
     const result = await gats({

@@ -5,6 +5,7 @@ import type { SimulatorPolicy } from "../../sim/engine.js";
 import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
 import { isSimulatorName, SIMULATOR_NAMES } from "../../sim/types.js";
 import { type CliIo, collect, wholeNumber } from "../io.js";
+import { describeLoad } from "./tools.js";
 
 const SIMULATORS: string[] = ["auto", ...SIMULATOR_NAMES];
 
@@ -21,6 +22,7 @@ interface ServeCliOptions {
   policy?: string;
   proxy?: string;
   liveInstances: number;
+  strict?: boolean;
 }
 
 /** `read=proxy,write=llm` -> a policy by effect (tool names may be given too: `send_email=schema`). */
@@ -60,6 +62,7 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       collect,
     )
     .option("--seed <seed>", "seed session ids and simulators, so a run repeats exactly")
+    .option("--strict", "refuse to start when any operation of the tool files cannot be read")
     .option(
       "--live-instances <n>",
       "environment instances kept live (least recently used closed first, rebuilt on demand)",
@@ -112,7 +115,9 @@ Examples:
         ...(options.model ? { model: options.model } : {}),
         ...(command.optsWithGlobals().config ? { config: command.optsWithGlobals().config as string } : {}),
         llmMode: options.llmMode === "gecko" ? "gecko" : "merged",
+        ...(options.strict ? { strict: true } : {}),
       });
+      io.stderr.write(describeLoad(server.engine.catalog));
       io.stderr.write(
         `terrarium serving ${server.engine.catalog.size} tools at ${server.url} ` +
           `(simulators: ${server.models ? "code, llm, schema" : "code, schema; no model configured"}; semantic validation: skipped)\n` +

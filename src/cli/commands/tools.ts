@@ -1,6 +1,8 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
+import type { Catalog } from "../../catalog/catalog.js";
 import { exportOpenApi } from "../../catalog/export-openapi.js";
+import { describeNote } from "../../catalog/report.js";
 import type { Tool, ToolFormat } from "../../catalog/tool.js";
 import { TOOL_FORMATS } from "../../catalog/tool.js";
 import { TerrariumError } from "../../core/errors.js";
@@ -14,6 +16,7 @@ import { type CliIo, collect, compactTable, parseEffectOverrides } from "../io.j
 interface SourceOptions {
   effect?: string[];
   as?: ToolFormat;
+  strict?: boolean;
 }
 
 export function registerToolsCommands(program: Command, io: CliIo): void {
@@ -31,7 +34,8 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
       .option(
         "--as <format>",
         `read every definition as this format instead of detecting it (${TOOL_FORMATS.join(", ")})`,
-      );
+      )
+      .option("--strict", "fail when any operation cannot be read, instead of skipping and reporting it");
 
   addSourceOptions(
     tools
@@ -40,21 +44,30 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
         "<source...>",
         "tool definition files (JSON, JSON Lines or YAML), or mcp+stdio:<command> / mcp+http:<url>",
       )
-      .option("--json", "print the canonical tools as JSON")
-      .description("list the tools in one or more sources")
+      .option("--json", "print the canonical tools and the load report (skips, warnings) as JSON")
+      .option("--warnings", "print every warning (normalised schemas, translated or dropped patterns)")
+      .description(
+        "list the tools in one or more sources (OpenAPI 3.x, Swagger 2.0 and function-style files)",
+      )
       .addHelpText(
         "after",
-        "\nExamples:\n  terrarium tools list petstore.openapi.yaml\n  terrarium tools list tools.json --json > canonical.json\n",
+        "\nOperations that cannot be read are skipped and listed at the end (use --strict to fail instead)." +
+          "\n\nExamples:\n  terrarium tools list petstore.openapi.yaml\n  terrarium tools list slack.swagger.json --warnings\n" +
+          "  terrarium tools list tools.json --json > canonical.json\n",
       ),
-  ).action(async (sources: string[], options: SourceOptions & { json?: boolean }) => {
+  ).action(async (sources: string[], options: SourceOptions & { json?: boolean; warnings?: boolean }) => {
     const catalog = await loadFromSources(sources, options);
     new CallValidator().prepare(catalog); // surface schemas Ajv cannot compile now, not at the first call
     if (options.json) {
-      io.stdout.write(`${JSON.stringify(catalog.toJSON(), null, 2)}\n`);
-      return;
+      io.stdout.write(
+        `${JSON.stringify({ ...catalog.toJSON(), report: catalog.report.toJSON() }, null, 2)}\n`,
+      );
+    } else {
+      io.stdout.write(
+        `${toolTable(catalog.tools, io.stdout.isTTY ? (process.stdout.columns ?? 120) : 120)}\n`,
+      );
     }
-    io.stdout.write(`${toolTable(catalog.tools, io.stdout.isTTY ? (process.stdout.columns ?? 120) : 120)}\n`);
-    io.stderr.write(`${catalog.size} tool${catalog.size === 1 ? "" : "s"}\n`);
+    io.stderr.write(describeLoad(catalog, { warnings: options.warnings === true }));
   });
 
   addSourceOptions(
@@ -140,7 +153,26 @@ export async function loadFromSources(sources: string[], options: SourceOptions)
   return loadToolSources(sources, {
     ...(options.as ? { format: options.as } : {}),
     ...(effects ? { effects } : {}),
+    ...(options.strict ? { strict: true } : {}),
   });
+}
+
+/** How many skips are listed one per line under the summary; all of them are in `--json`. */
+const LISTED_SKIPS = 20;
+
+/**
+ * The load summary for stderr: `1,204 tools; 19 operations skipped: …; 312 warnings (…)`, then each skip
+ * (and, when asked, each warning) on its own line. `serve` and `gats` print the same at start-up.
+ */
+export function describeLoad(catalog: Catalog, options: { warnings?: boolean } = {}): string {
+  const lines = [catalog.summary()];
+  const { skipped, warnings } = catalog.report;
+  for (const note of skipped.slice(0, LISTED_SKIPS)) lines.push(`  skipped ${describeNote(note)}`);
+  if (skipped.length > LISTED_SKIPS)
+    lines.push(`  … ${skipped.length - LISTED_SKIPS} more skips (see --json)`);
+  if (options.warnings) for (const note of warnings) lines.push(`  warning ${describeNote(note)}`);
+  else if (warnings.length > 0) lines.push("  (--warnings lists the warnings)");
+  return `${lines.join("\n")}\n`;
 }
 
 function toolTable(tools: Tool[], width: number): string {

@@ -179,7 +179,7 @@ export class PythonEnvironment implements ReplayingEnvironment {
       throw bridgeError(`cannot load ${descriptor.class}`, error, descriptorFile);
     }
     const tools = descriptor.tools
-      ? loadToolFile(at(descriptor.tools))
+      ? await loadToolFile(at(descriptor.tools))
       : toolsFromDocument(loaded.tools, { format: "function" }).map((tool) => ({
           ...tool,
           origin: { ...tool.origin, ...(descriptor.file ? { file: at(descriptor.file) } : {}) },

@@ -1,3 +1,4 @@
+import { embedSchema } from "../../catalog/refs.js";
 import type { JsonObjectSchema, Tool } from "../../catalog/tool.js";
 import type { JsonChange } from "../../core/json-diff.js";
 import type { Models } from "../../models/hub.js";
@@ -68,7 +69,9 @@ export class LlmSimulator implements Simulator {
         observation: entry.result.observation,
       })),
     };
-    const observationSchema = context.tool.outputSchema ?? {};
+    // A recursive result schema's $defs move to the answer schema's root, where its references look.
+    const { schema: observationSchema, definitions } = embedSchema(context.tool.outputSchema ?? {}, "");
+    const rootDefinitions = Object.keys(definitions).length > 0 ? { $defs: definitions } : {};
     const common = {
       role: this.role,
       temperature: this.temperature,
@@ -92,6 +95,7 @@ export class LlmSimulator implements Simulator {
           },
           required: ["status", "observation", "changes"],
           additionalProperties: false,
+          ...rootDefinitions,
         },
         messages: [
           { role: "system", content: simulatorSystemPrompt("merged") },
@@ -113,6 +117,7 @@ export class LlmSimulator implements Simulator {
         properties: { status: { enum: ["ok", "tool_error"] }, observation: observationSchema },
         required: ["status", "observation"],
         additionalProperties: false,
+        ...rootDefinitions,
       },
       messages: [
         { role: "system", content: simulatorSystemPrompt("response") },
