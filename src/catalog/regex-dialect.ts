@@ -18,6 +18,8 @@
  * - `\0` takes at most two more octal digits (PCRE, Python); `\ddd` with three octal digits is octal, other
  *   `\d` and `\dd` are backreferences.
  * - `{,n}` is the quantifier `{0,n}` (Python, PCRE2 10.43).
+ * - Under `(?m)` lines end at `\n` only (Python, PCRE's default); Java also ends them at `\r`, U+0085,
+ *   U+2028 and U+2029.
  * - `[` inside a class is a literal (PCRE, Python), not Java's nested union.
  * - Case-insensitive text uses simple one-to-one case mapping: `a` -> `[aA]`, `a-z` -> `a-zA-Z`.
  * - Possessive quantifiers and atomic groups are emulated exactly: `(?>X)` is `(?=(X))\N`, with every
