@@ -1,5 +1,11 @@
 import { parsePointer } from "../core/json-pointer.js";
 
+/** `#/$defs/Comment` -> `Comment`. */
+function definitionName(ref: string): string {
+  const last = ref.slice(ref.lastIndexOf("/") + 1);
+  return last.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
 /** Small helpers that turn schemas, values and paths into words a model (or a person) can act on. */
 
 const TYPE_WORDS: Record<string, string> = {
@@ -90,6 +96,8 @@ export function describeExpectation(schema: unknown): string {
   if (schema === false) return "absent";
   if (schema === null || typeof schema !== "object") return "a valid value";
   const s = schema as Record<string, unknown>;
+  // A recursive definition is named, not expanded (expanding it would never end).
+  if (typeof s.$ref === "string") return `a "${definitionName(s.$ref)}" value`;
   if (Array.isArray(s.enum)) return `one of ${describeList(s.enum)}`;
   if ("const" in s) return `exactly ${describeValue(s.const)}`;
   const alternatives = (s.oneOf ?? s.anyOf) as unknown[] | undefined;
