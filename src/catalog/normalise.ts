@@ -2,6 +2,7 @@ import { fullFormats } from "ajv-formats/dist/formats.js";
 import { setOwn } from "../core/immutable-json.js";
 import { escapeToken } from "../core/json-pointer.js";
 import { isPlainObject, isSchema } from "./json-schema.js";
+import { DEFS_PREFIX } from "./refs.js";
 import { translatePattern } from "./regex-dialect.js";
 import type { JsonObjectSchema, JsonSchema } from "./tool.js";
 
@@ -78,6 +79,10 @@ const COUNTS = [
 ];
 const NUMBERS = ["minimum", "maximum", "multipleOf", "exclusiveMinimum", "exclusiveMaximum"];
 const KNOWN_FORMATS = new Set(Object.keys(fullFormats));
+/** Keywords whose value must be a string. */
+const STRING_KEYWORDS = ["title", "description", "$comment", "contentEncoding", "contentMediaType"];
+/** Keywords whose value must be a boolean. */
+const BOOLEAN_KEYWORDS = ["deprecated", "readOnly", "writeOnly", "uniqueItems"];
 /** Keywords that only describe; a schema with nothing else accepts any value. */
 const ANNOTATION_ONLY = new Set([
   "description",
@@ -194,7 +199,80 @@ export class SchemaNormaliser {
     this.fixPatterns(out, pointer);
     this.fixFormat(out, pointer);
     this.fixClosedAllOf(out, pointer);
+    this.fixKeywordKinds(out, pointer);
     return this.fixNullable(out, pointer);
+  }
+
+  /**
+   * The remaining keywords the meta-schema gives a kind (a string, a boolean, a map of name lists): a
+   * value of the wrong kind would stop the schema compiling, so it is dropped (or, for "true"/"false"
+   * written as text, read as the boolean). Checked here, once per schema node, because checking whole
+   * tool schemas against the meta-schema costs as much as their fully expanded size.
+   */
+  private fixKeywordKinds(out: JsonObjectSchema, pointer: string): void {
+    for (const key of STRING_KEYWORDS) {
+      if (key in out && typeof out[key] !== "string") {
+        this.warn(
+          "KEYWORD_DROPPED",
+          `"${key}" must be a string, not ${describe(out[key])}; dropped`,
+          `${pointer}/${escapeToken(key)}`,
+        );
+        delete out[key];
+      }
+    }
+    for (const key of BOOLEAN_KEYWORDS) {
+      if (!(key in out) || typeof out[key] === "boolean") continue;
+      if (out[key] === "true" || out[key] === "false") {
+        this.warn(
+          "KEYWORD_COERCED",
+          `"${key}" should be a boolean; read ${JSON.stringify(out[key])} as ${out[key]}`,
+          `${pointer}/${key}`,
+        );
+        out[key] = out[key] === "true";
+      } else {
+        this.warn(
+          "KEYWORD_DROPPED",
+          `"${key}" must be a boolean, not ${describe(out[key])}; dropped`,
+          `${pointer}/${key}`,
+        );
+        delete out[key];
+      }
+    }
+    if ("dependentRequired" in out) {
+      const value = out.dependentRequired;
+      const valid =
+        isPlainObject(value) &&
+        Object.values(value).every(
+          (names) => Array.isArray(names) && names.every((name) => typeof name === "string"),
+        );
+      if (!valid) {
+        this.warn(
+          "KEYWORD_DROPPED",
+          `"dependentRequired" must map names to lists of names; dropped`,
+          `${pointer}/dependentRequired`,
+        );
+        delete out.dependentRequired;
+      }
+    }
+    for (const key of ["$dynamicRef", "$recursiveRef", "$dynamicAnchor", "$recursiveAnchor", "$anchor"]) {
+      if (!(key in out)) continue;
+      if (key.endsWith("Ref")) {
+        this.warn(
+          "KEYWORD_DROPPED",
+          `"${key}" is not followed; dropped, so that part accepts any value`,
+          `${pointer}/${key}`,
+        );
+      }
+      delete out[key];
+    }
+    if ("$ref" in out && (typeof out.$ref !== "string" || !out.$ref.startsWith(DEFS_PREFIX))) {
+      this.warn(
+        "KEYWORD_DROPPED",
+        `"$ref" ${describe(out.$ref)} was not resolved; dropped`,
+        `${pointer}/$ref`,
+      );
+      delete out.$ref;
+    }
   }
 
   private fixType(out: JsonObjectSchema, pointer: string): void {

@@ -19,6 +19,8 @@ const ANNOTATIONS = new Set([
   "$comment",
 ]);
 
+const NO_NAMES: ReadonlySet<string> = new Set();
+
 /** Where a recursive definition lives inside a canonical schema. */
 export const DEFS_PREFIX = "#/$defs/";
 
@@ -49,7 +51,10 @@ export class RefResolver {
   /** Recursive targets by pointer -> their definition name and (once resolved) schema. */
   private readonly definitions = new Map<string, { name: string; schema?: unknown }>();
   private readonly definitionNames = new Map<string, string>();
+  private readonly takenNames = new Set<string>();
+  private readonly definitionsByName = new Map<string, { name: string; schema?: unknown }>();
   private recursiveTargets?: Set<string>;
+  private readonly referenceCache = new WeakMap<object, ReadonlySet<string>>();
 
   constructor(root: unknown, options: RefResolverOptions = {}) {
     this.root = root;
@@ -138,6 +143,7 @@ export class RefResolver {
         // Registered before resolving the body, so references back into it stop here.
         const definition: { name: string; schema?: unknown } = { name };
         this.definitions.set(targetPointer, definition);
+        this.definitionsByName.set(name, definition);
         definition.schema = this.visit(getAtPointer(this.root, targetPointer), targetPointer, depth + 1);
       }
       return { $ref: `${DEFS_PREFIX}${escapeToken(name)}` };
@@ -190,43 +196,56 @@ export class RefResolver {
       .replace(/~1/g, "/")
       .replace(/~0/g, "~");
     const base = last.replace(/[^A-Za-z0-9_.-]/g, "_") || "definition";
-    const taken = new Set(this.definitionNames.values());
     let name = base;
-    for (let suffix = 2; taken.has(name); suffix++) name = `${base}_${suffix}`;
+    for (let suffix = 2; this.takenNames.has(name); suffix++) name = `${base}_${suffix}`;
+    this.takenNames.add(name);
     this.definitionNames.set(pointer, name);
     return name;
   }
 
   private definitionByName(name: string): unknown {
-    for (const definition of this.definitions.values())
-      if (definition.name === name) return definition.schema;
-    return undefined;
+    return this.definitionsByName.get(name)?.schema;
   }
 
   /** Names of the definitions `schema` refers to, directly or through other definitions. */
   private definitionsUsedBy(schema: unknown): Set<string> {
     const used = new Set<string>();
-    const walked = new WeakSet<object>();
-    const pending: unknown[] = [schema];
+    const pending = [...this.referencesUnder(schema)];
     while (pending.length > 0) {
-      const node = pending.pop();
-      if (node === null || typeof node !== "object" || walked.has(node)) continue;
-      walked.add(node);
-      if (Array.isArray(node)) {
-        pending.push(...node);
-        continue;
-      }
-      for (const [key, value] of Object.entries(node)) {
-        if (key === "$ref" && typeof value === "string" && value.startsWith(DEFS_PREFIX)) {
-          const name = unescapeName(value);
-          if (!used.has(name)) {
-            used.add(name);
-            pending.push(this.definitionByName(name));
-          }
-        } else pending.push(value);
-      }
+      const name = pending.pop() as string;
+      if (used.has(name)) continue;
+      used.add(name);
+      pending.push(...this.referencesUnder(this.definitionByName(name)));
     }
     return used;
+  }
+
+  /**
+   * The definition names referenced inside `node` (not following them), remembered per object: tool
+   * schemas share their inlined parts, so each part is walked once per document, not once per tool.
+   */
+  private referencesUnder(node: unknown): ReadonlySet<string> {
+    if (node === null || typeof node !== "object") return NO_NAMES;
+    const known = this.referenceCache.get(node);
+    if (known) return known;
+    this.referenceCache.set(node, NO_NAMES); // a cycle through plain objects cannot happen, but never loop
+    let found: Set<string> | undefined;
+    const add = (names: ReadonlySet<string>) => {
+      if (names.size === 0) return;
+      found ??= new Set();
+      for (const name of names) found.add(name);
+    };
+    if (Array.isArray(node)) for (const item of node) add(this.referencesUnder(item));
+    else {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "$ref" && typeof value === "string" && value.startsWith(DEFS_PREFIX))
+          add(new Set([unescapeName(value)]));
+        else add(this.referencesUnder(value));
+      }
+    }
+    const result = found ?? NO_NAMES;
+    this.referenceCache.set(node, result);
+    return result;
   }
 
   /**

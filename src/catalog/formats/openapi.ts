@@ -354,7 +354,9 @@ function finishSchema(
       );
     rooted = { ...rooted, $defs };
   }
-  return repairSchema(rooted, schemas.warn, pointer);
+  // Inputs are small and decide whether a tool loads: check them whole against the meta-schema too.
+  // Results can expand to megabytes; the normaliser's per-node checks cover them.
+  return direction === "request" ? repairSchema(rooted, schemas.warn, pointer) : rooted;
 }
 
 /** The schema of the 200 (else first 2xx) response; Gecko-shaped success/error unions give the success branch. */
