@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { Catalog, loadCatalog, loadToolFile, type Tool, toolsFromDocument } from "../../src/catalog/index.js";
+import {
+  Catalog,
+  LoadReport,
+  loadCatalog,
+  loadToolFile,
+  type Tool,
+  toolsFromDocument,
+} from "../../src/catalog/index.js";
 import { toolFixture } from "../helpers/paths.js";
 
 const byName = (tools: Tool[]) => Object.fromEntries(tools.map((tool) => [tool.name, tool]));
@@ -296,5 +303,44 @@ describe("catalog", () => {
   it("serialises with a schemaVersion", async () => {
     const catalog = new Catalog(await loadToolFile(toolFixture("anthropic-tools.json")));
     expect(catalog.toJSON()).toEqual({ schemaVersion: 1, tools: catalog.tools });
+  });
+});
+
+describe("Swagger 2.0", () => {
+  it("is converted by swagger2openapi and then read like OpenAPI 3: form bodies, files, servers", async () => {
+    const report = new LoadReport();
+    const tools = byName(await loadToolFile(toolFixture("slackish.swagger.json"), { report }));
+    expect(Object.keys(tools)).toEqual([
+      "chat_postMessage",
+      "files_upload",
+      "files_info",
+      "conversations_list",
+      "reminders_add",
+    ]);
+    expect(tools.chat_postMessage?.origin.http).toMatchObject({
+      method: "POST",
+      body: "merged",
+      contentType: "application/x-www-form-urlencoded",
+      servers: ["https://slack.example.com/api", "http://slack.example.com/api"],
+    });
+    expect(tools.files_upload?.inputSchema).toMatchObject({
+      properties: { file: { type: "string", format: "binary" } },
+      required: ["token", "file"],
+    });
+    expect(tools.files_info?.inputSchema.properties).toMatchObject({
+      count: { type: "integer", minimum: 1, maximum: 1000, default: 100 },
+    });
+    // x-nullable became a type that allows null.
+    expect(tools.conversations_list?.inputSchema.properties).toMatchObject({
+      cursor: { type: ["string", "null"] },
+    });
+    expect(report.skipped).toEqual([]);
+    expect(report.warnings.map((warning) => warning.code)).toContain("SWAGGER_REPAIRED");
+  });
+
+  it("a document that is only Swagger needs the loader: toolsFromDocument says so", () => {
+    expect(() => toolsFromDocument({ swagger: "2.0", info: {}, paths: {} })).toThrow(
+      /must be converted to OpenAPI 3 first/,
+    );
   });
 });

@@ -1,8 +1,11 @@
+import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildEngine } from "../../src/server/start.js";
 import type { CodeSimulator } from "../../src/sim/index.js";
 import { cli } from "../helpers/cli.js";
+import { toolFixture } from "../helpers/paths.js";
 
 /** `terrarium serve` failing to listen says why in one line and exits non-zero. */
 let blocker: Server;
@@ -60,5 +63,38 @@ describe("terrarium serve", () => {
         .accounts["ACC-1001"]?.balance as number) - 1,
     );
     await engine.close();
+  });
+
+  it("prints the catalog's load summary at start-up, and --strict refuses a catalog with skips", async () => {
+    const files = [toolFixture("bad/unknown-format.json"), toolFixture("slackish.swagger.json")];
+    const strict = await cli(["serve", ...files, "--port", "0", "--strict"]);
+    expect(strict.code).toBe(2);
+    expect(strict.stderr).toMatch(/1 operation was skipped \(strict mode\)/);
+    expect(strict.stderr).toMatch(/unknown-format\.json#\/tools\/1: UNKNOWN_FORMAT/);
+
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "serve", ...files, "--port", "0"],
+      {
+        cwd: join(import.meta.dirname, "..", ".."),
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    try {
+      const stderr = await new Promise<string>((resolve, reject) => {
+        let text = "";
+        child.stderr?.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+          if (text.includes("terrarium serving")) resolve(text);
+        });
+        child.on("exit", (code) => reject(new Error(`serve exited early (${code}): ${text}`)));
+      });
+      const lines = stderr.split("\n");
+      expect(lines[0]).toMatch(/^6 tools; 1 operation skipped: 1 UNKNOWN_FORMAT; \d+ warnings \(/);
+      expect(lines[1]).toMatch(/^ {2}skipped .*unknown-format\.json#\/tools\/1: UNKNOWN_FORMAT/);
+      expect(stderr).toMatch(/terrarium serving 6 tools at http:\/\/127\.0\.0\.1:\d+/);
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 });
