@@ -11,6 +11,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   server: async () => (await import("./server.js")).benchServer(),
   envsim: async () => (await import("./envsim.js")).benchEnvsim(),
   state: async () => (await import("./state.js")).benchState(),
+  catalog: async () => (await import("./catalog.js")).benchCatalog(),
 };
 
 async function main(): Promise<void> {
