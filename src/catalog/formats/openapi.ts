@@ -101,6 +101,7 @@ export function toolsFromOpenApi(document: unknown, options: OpenApiReadOptions 
   const tools: Tool[] = [];
   const seen = new Map<string, string>();
   for (const [path, rawItem] of Object.entries(paths)) {
+    if (path.startsWith("x-")) continue; // a specification extension, not a path
     const itemPointer = `/paths/${escapeToken(path)}`;
     let item: Record<string, unknown>;
     try {
