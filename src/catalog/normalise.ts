@@ -199,6 +199,7 @@ export class SchemaNormaliser {
     this.fixPatterns(out, pointer);
     this.fixFormat(out, pointer);
     this.fixClosedAllOf(out, pointer);
+    dropUndeclaredRequired(out, pointer, this.options.warn);
     this.fixKeywordKinds(out, pointer);
     return this.fixNullable(out, pointer);
   }
@@ -619,6 +620,43 @@ export class SchemaNormaliser {
     }
     if (Object.keys(required).length > 0) out.dependentRequired = required;
     if (Object.keys(schemas).length > 0) out.dependentSchemas = schemas;
+  }
+}
+
+/**
+ * A closed object (`additionalProperties: false`) that requires a property it does not declare can never
+ * be satisfied: usually a renamed property whose old name stayed in `required`. The name is dropped from
+ * `required`, so the schema means what the declared properties say. Changes `schema` in place (callers
+ * pass their own copies) and returns it.
+ */
+export function dropUndeclaredRequired<T extends JsonObjectSchema>(
+  schema: T,
+  pointer: string,
+  warn?: SchemaWarn,
+): T {
+  if (schema.additionalProperties !== false || !Array.isArray(schema.required)) return schema;
+  const properties = isPlainObject(schema.properties) ? schema.properties : {};
+  const patterns = isPlainObject(schema.patternProperties) ? Object.keys(schema.patternProperties) : [];
+  const declared = (name: string) =>
+    Object.hasOwn(properties, name) || patterns.some((pattern) => safeTest(pattern, name));
+  const undeclared = (schema.required as string[]).filter((name) => !declared(name));
+  if (undeclared.length === 0) return schema;
+  warn?.(
+    "REQUIRED_UNDECLARED",
+    `${undeclared.map((name) => `"${name}"`).join(", ")} ${undeclared.length === 1 ? "is" : "are"} required but not a declared property of a closed object, so no value could pass; dropped from "required"`,
+    `${pointer}/required`,
+  );
+  const kept = (schema.required as string[]).filter(declared);
+  if (kept.length === 0) delete schema.required;
+  else (schema as JsonObjectSchema).required = kept;
+  return schema;
+}
+
+function safeTest(pattern: string, name: string): boolean {
+  try {
+    return new RegExp(pattern, "u").test(name);
+  } catch {
+    return false;
   }
 }
 

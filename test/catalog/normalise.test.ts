@@ -135,6 +135,29 @@ const CASES: Case[] = [
     warnings: [["REQUIRED_NOT_LIST", "/required", '"required" must be a list of names; read "id" as ["id"]']],
   },
   {
+    name: "a closed object requiring a property it does not declare (a renamed property) could never pass",
+    input: {
+      type: "object",
+      required: ["members", "oldName"],
+      properties: { members: {} },
+      additionalProperties: false,
+    },
+    canonical: {
+      type: "object",
+      required: ["members"],
+      properties: { members: {} },
+      additionalProperties: false,
+    },
+    warnings: [
+      [
+        "REQUIRED_UNDECLARED",
+        "/required",
+        '"oldName" is required but not a declared property of a closed object, so no value could pass; dropped from "required"',
+      ],
+    ],
+    accepts: [{ members: 1 }],
+  },
+  {
     name: "readOnly properties are not required in requests",
     direction: "request",
     input: {

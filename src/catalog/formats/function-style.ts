@@ -8,7 +8,7 @@ import {
   isPlainObject,
   usesBfclTypes,
 } from "../json-schema.js";
-import { SchemaNormaliser, type SchemaWarn } from "../normalise.js";
+import { dropUndeclaredRequired, SchemaNormaliser, type SchemaWarn } from "../normalise.js";
 import { RefResolver } from "../refs.js";
 import type { LoadReport } from "../report.js";
 import { repairSchema } from "../schema-check.js";
@@ -86,7 +86,11 @@ export function toolFromFunction(
   }
 
   const closed = repairSchema(
-    closeArgumentObject(inputSchema as JsonObjectSchema),
+    dropUndeclaredRequired(
+      { ...closeArgumentObject(inputSchema as JsonObjectSchema) },
+      "/inputSchema",
+      warnFor(context, name),
+    ),
     warnFor(context, name),
     "/inputSchema",
   );

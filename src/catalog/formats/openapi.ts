@@ -3,7 +3,12 @@ import { setOwn } from "../../core/immutable-json.js";
 import { escapeToken } from "../../core/json-pointer.js";
 import { effectFromHttp } from "../effect.js";
 import { closeArgumentObject, isPlainObject } from "../json-schema.js";
-import { type SchemaDirection, SchemaNormaliser, type SchemaWarn } from "../normalise.js";
+import {
+  dropUndeclaredRequired,
+  type SchemaDirection,
+  SchemaNormaliser,
+  type SchemaWarn,
+} from "../normalise.js";
 import { RefResolver } from "../refs.js";
 import type { LoadReport } from "../report.js";
 import { repairSchema } from "../schema-check.js";
@@ -331,7 +336,8 @@ function operationToTool(input: OperationInput): Tool {
 
 /** The argument schema as tools carry it: definitions attached, closed, checked against the meta-schema. */
 function finishInputSchema(schema: JsonObjectSchema, schemas: DocumentSchemas): JsonObjectSchema {
-  const finished = finishSchema(closeArgumentObject(schema), "/inputSchema", "request", schemas);
+  const closed = dropUndeclaredRequired({ ...closeArgumentObject(schema) }, "/inputSchema", schemas.warn);
+  const finished = finishSchema(closed, "/inputSchema", "request", schemas);
   if (!isPlainObject(finished)) {
     throw new TerrariumError("SCHEMA_INVALID", "the argument schema is not usable JSON Schema");
   }
