@@ -24,6 +24,31 @@ const NO_NAMES: ReadonlySet<string> = new Set();
 /** Where a recursive definition lives inside a canonical schema. */
 export const DEFS_PREFIX = "#/$defs/";
 
+/**
+ * Where documents keep named schemas. Only these may stay definitions for their size: a reference to a
+ * parameter, a request body or a response is structure the reader walks, never a schema.
+ */
+const SCHEMA_HOMES = /^\/(components\/schemas|definitions|\$defs)\/[^/]+$/;
+/** A shared schema larger than this many objects and arrays, fully expanded, is kept as a definition. */
+const MAX_INLINED_NODES = 200;
+/**
+ * Objects and arrays in `node` once expanded (shared parts counted each time), counted up to `cap` + 1;
+ * `sizes` remembers parts already counted.
+ */
+function expandedSize(node: unknown, cap: number, sizes: WeakMap<object, number>): number {
+  if (node === null || typeof node !== "object") return 0;
+  const known = sizes.get(node);
+  if (known !== undefined) return known;
+  let total = 1;
+  for (const child of Array.isArray(node) ? node : Object.values(node)) {
+    total += expandedSize(child, cap, sizes);
+    if (total > cap) break;
+  }
+  const size = Math.min(total, cap + 1);
+  sizes.set(node, size);
+  return size;
+}
+
 /** Inlining a chain of references may nest schemas deeply; past this a schema is refused, not a stack. */
 const MAX_RESOLVED_DEPTH = 512;
 
@@ -55,6 +80,7 @@ export class RefResolver {
   private readonly definitionsByName = new Map<string, { name: string; schema?: unknown }>();
   private recursiveTargets?: Set<string>;
   private readonly referenceCache = new WeakMap<object, ReadonlySet<string>>();
+  private readonly sizes = new WeakMap<object, number>();
 
   constructor(root: unknown, options: RefResolverOptions = {}) {
     this.root = root;
@@ -138,20 +164,40 @@ export class RefResolver {
     const targetPointer = this.localPointer(ref, at);
     if (targetPointer === undefined) return {};
     if (this.recursive().has(targetPointer)) {
-      const name = this.definitionName(targetPointer);
       if (!this.definitions.has(targetPointer)) {
         // Registered before resolving the body, so references back into it stop here.
-        const definition: { name: string; schema?: unknown } = { name };
-        this.definitions.set(targetPointer, definition);
-        this.definitionsByName.set(name, definition);
+        const definition = this.define(targetPointer);
         definition.schema = this.visit(getAtPointer(this.root, targetPointer), targetPointer, depth + 1);
       }
-      return { $ref: `${DEFS_PREFIX}${escapeToken(name)}` };
+      return this.referenceTo(targetPointer);
     }
     if (this.inlined.has(targetPointer)) return this.inlined.get(targetPointer);
     const resolved = this.visit(getAtPointer(this.root, targetPointer), targetPointer, depth + 1);
+    // A large shared schema is kept once, as a definition, rather than copied into every place that
+    // uses it: inlining a component used everywhere multiplies (Microsoft Graph's tool schemas would
+    // expand to gigabytes; Stripe's results to hundreds of megabytes).
+    if (
+      SCHEMA_HOMES.test(targetPointer) &&
+      expandedSize(resolved, MAX_INLINED_NODES, this.sizes) > MAX_INLINED_NODES
+    ) {
+      this.define(targetPointer).schema = resolved;
+      const reference = this.referenceTo(targetPointer);
+      this.inlined.set(targetPointer, reference);
+      return reference;
+    }
     this.inlined.set(targetPointer, resolved);
     return resolved;
+  }
+
+  private define(pointer: string): { name: string; schema?: unknown } {
+    const definition: { name: string; schema?: unknown } = { name: this.definitionName(pointer) };
+    this.definitions.set(pointer, definition);
+    this.definitionsByName.set(definition.name, definition);
+    return definition;
+  }
+
+  private referenceTo(pointer: string): { $ref: string } {
+    return { $ref: `${DEFS_PREFIX}${escapeToken(this.definitionName(pointer))}` };
   }
 
   /** The JSON Pointer a local reference names, or undefined (after a warning) when it names nothing here. */

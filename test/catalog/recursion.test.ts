@@ -264,4 +264,64 @@ describe("recursive schemas", () => {
     expect(tools.length + report.skipped.length).toBe(1);
     if (report.skipped[0]) expect(report.skipped[0].code).toBe("SCHEMA_TOO_DEEP");
   });
+
+  it("keep a large shared component as one definition instead of copying it into every place", () => {
+    const big: Record<string, unknown> = {};
+    for (let index = 0; index < 120; index++) big[`field${index}`] = { type: "string", enum: ["a", "b"] };
+    const document = {
+      openapi: "3.1.0",
+      info: { title: "big", version: "1" },
+      paths: {
+        "/a": {
+          post: {
+            operationId: "a",
+            requestBody: {
+              content: {
+                "application/json": {
+                  schema: {
+                    type: "object",
+                    properties: {
+                      x: { $ref: "#/components/schemas/Big" },
+                      y: { $ref: "#/components/schemas/Big" },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        "/b": {
+          post: {
+            operationId: "b",
+            requestBody: {
+              content: { "application/json": { schema: { $ref: "#/components/schemas/Small" } } },
+            },
+          },
+        },
+      },
+      components: {
+        schemas: {
+          Big: { type: "object", properties: big },
+          Small: { type: "object", properties: { s: { type: "string" } } },
+        },
+      },
+    };
+    const catalog = load(document);
+    const a = catalog.get("a")?.inputSchema;
+    expect(a?.properties).toEqual({ x: { $ref: "#/$defs/Big" }, y: { $ref: "#/$defs/Big" } });
+    expect(Object.keys((a?.$defs as Record<string, unknown>) ?? {})).toEqual(["Big"]);
+    // Small schemas are still inlined, so most tools stand alone without definitions.
+    expect(catalog.get("b")?.inputSchema).toEqual({
+      type: "object",
+      properties: { s: { type: "string" } },
+      additionalProperties: false,
+    });
+    const validator = new CallValidator();
+    expect(
+      validator.validate(catalog, { name: "a", arguments: { x: { field3: "a" }, y: { field7: "b" } } }).valid,
+    ).toBe(true);
+    expect(
+      validator.validate(catalog, { name: "a", arguments: { x: { field3: "c" } } }).errors[0]?.path,
+    ).toBe("/x/field3");
+  });
 });
