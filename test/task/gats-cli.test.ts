@@ -66,6 +66,17 @@ describe("terrarium gats", () => {
     expect(run.stdout).toContain(
       '    transfer({"from_account":"ACC-1001","to_account":"ACC-1002","amount":5})',
     );
+    // The catalog's load summary comes first, as with `serve`.
+    expect(run.stderr).toMatch(/^\d+ tools\n/);
+  });
+
+  it("--strict refuses tool files with skipped operations before any model call", async () => {
+    const file = await config();
+    const tools = join(import.meta.dirname, "..", "fixtures", "tools", "bad", "unknown-format.json");
+    const run = await cli(["--config", file, "gats", "--tools", tools, "--task", "anything", "--strict"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/1 operation was skipped \(strict mode\)/);
+    expect(run.stderr).toMatch(/\[CATALOG_INCOMPLETE\]/);
   });
 
   it("runs a dataset with the llm simulator, writes one line per task, and resumes", async () => {
