@@ -30,6 +30,11 @@ export interface SynthesisOptions {
    * Defaults to the schema given to `synthesize`.
    */
   root?: JsonSchema;
+  /**
+   * Include every optional property that may appear (rather than most of them). Values get bigger, but
+   * `oneOf` branches that differ only in an optional property's type can then be told apart.
+   */
+  complete?: boolean;
 }
 
 const WORDS = [
@@ -150,7 +155,9 @@ export function synthesizeValid(
   let first: unknown = NOTHING;
   for (let attempt = 0; attempt < Math.max(1, attempts); attempt++) {
     const random = attempt === 0 ? options.random : options.random.derive(`synthesizeValid ${attempt}`);
-    const value = synthesize(schema, { ...options, random });
+    // The later half of the attempts includes every optional property (see `complete`).
+    const complete = options.complete === true || attempt >= Math.ceil(attempts / 2);
+    const value = synthesize(schema, { ...options, random, complete });
     if (validate(value)) return { value, valid: true };
     if (first === NOTHING) first = value;
   }
@@ -543,7 +550,7 @@ function chooseKeys(
   for (const key of required) keys.add(key);
   if (previous === undefined && !ctx.minimal) {
     // Required fields always; optional ones mostly near the top, less often deeper down.
-    const rate = ctx.depth <= 1 ? 0.75 : ctx.depth <= 3 ? 0.6 : 0.4;
+    const rate = ctx.options.complete ? 1 : ctx.depth <= 1 ? 0.75 : ctx.depth <= 3 ? 0.6 : 0.4;
     for (const key of declared) if (!keys.has(key) && ctx.random.next() < rate && allowed(key)) keys.add(key);
   }
   addDependencies(keys, parts);
