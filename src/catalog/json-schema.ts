@@ -7,7 +7,7 @@ import type { JsonObjectSchema, JsonSchema } from "./tool.js";
  */
 
 /** Keywords whose value is one subschema. */
-const SCHEMA_KEYWORDS = [
+export const SCHEMA_KEYWORDS = [
   "items",
   "additionalProperties",
   "unevaluatedProperties",
@@ -19,11 +19,18 @@ const SCHEMA_KEYWORDS = [
   "then",
   "else",
   "additionalItems",
+  "contentSchema",
 ];
 /** Keywords whose value is a list of subschemas. */
-const SCHEMA_LIST_KEYWORDS = ["allOf", "anyOf", "oneOf", "prefixItems"];
+export const SCHEMA_LIST_KEYWORDS = ["allOf", "anyOf", "oneOf", "prefixItems"];
 /** Keywords whose value maps names to subschemas. */
-const SCHEMA_MAP_KEYWORDS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+export const SCHEMA_MAP_KEYWORDS = [
+  "properties",
+  "patternProperties",
+  "$defs",
+  "definitions",
+  "dependentSchemas",
+];
 
 /** Applies `transform` to a schema node after its subschemas have been transformed. */
 export function mapSchema(

@@ -1,7 +1,13 @@
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { setOwn } from "../core/immutable-json.js";
 import { escapeToken } from "../core/json-pointer.js";
-import { isPlainObject, isSchema } from "./json-schema.js";
+import {
+  isPlainObject,
+  isSchema,
+  SCHEMA_LIST_KEYWORDS as LISTS,
+  SCHEMA_MAP_KEYWORDS as MAPS,
+  SCHEMA_KEYWORDS as SINGLE,
+} from "./json-schema.js";
 import { DEFS_PREFIX } from "./refs.js";
 import { translatePattern } from "./regex-dialect.js";
 import type { JsonObjectSchema, JsonSchema } from "./tool.js";
@@ -24,26 +30,6 @@ export interface NormaliseOptions {
   dialect: SchemaDialect;
   warn?: SchemaWarn;
 }
-
-/** Keywords whose value is one subschema. */
-const SINGLE = [
-  "items",
-  "additionalItems",
-  "additionalProperties",
-  "unevaluatedProperties",
-  "unevaluatedItems",
-  "propertyNames",
-  "contains",
-  "not",
-  "if",
-  "then",
-  "else",
-  "contentSchema",
-];
-/** Keywords whose value is a list of subschemas. */
-const LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"];
-/** Keywords whose value maps names to subschemas. */
-const MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 
 const JSON_TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
 /** Type names seen in real schemas that have a clear JSON Schema meaning. */

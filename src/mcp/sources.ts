@@ -1,7 +1,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { assertComplete, type Catalog, type LoadCatalogOptions, tolerantCatalog } from "../catalog/catalog.js";
+import {
+  assertComplete,
+  type Catalog,
+  type LoadCatalogOptions,
+  tolerantCatalog,
+} from "../catalog/catalog.js";
 import { loadToolFile, toolsFromDocument } from "../catalog/load.js";
 import { LoadReport } from "../catalog/report.js";
 import type { Tool } from "../catalog/tool.js";

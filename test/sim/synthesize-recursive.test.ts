@@ -150,7 +150,8 @@ describe("synthesis of recursive schemas", () => {
       depthThrough((value as { where: unknown }).where, ["and", "or", "not", "field", "value"]),
     );
     expect(Math.max(...depths)).toBeGreaterThan(1);
-    const again = (seed: number): unknown => synthesize(schema, { random: createRandom(seed), idSeed: "same" });
+    const again = (seed: number): unknown =>
+      synthesize(schema, { random: createRandom(seed), idSeed: "same" });
     for (const seed of [4, 5, 6]) expect(again(seed)).toEqual(again(seed));
   });
 
