@@ -3,8 +3,9 @@ import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { Catalog } from "../catalog/catalog.js";
+import { LoadReport } from "../catalog/report.js";
 import type { ToolFormat } from "../catalog/tool.js";
-import { TerrariumError, toTerrariumError } from "../core/errors.js";
+import { type ErrorCode, TerrariumError, toTerrariumError } from "../core/errors.js";
 import type { CallValidation, CallValidator } from "./validator.js";
 
 /** Version of the JSONL records `validate --dataset` writes. */
@@ -23,6 +24,8 @@ export interface ValidationRecord {
   line: number;
   results?: CallValidation[];
   error?: { code: string; message: string };
+  /** What reading the line's tools normalised or dropped (a pattern with no JavaScript equivalent, …). */
+  warnings?: Array<{ code: string; message: string; tool?: string; pointer?: string }>;
 }
 
 export interface DatasetSummary {
@@ -83,7 +86,18 @@ function validateLine(text: string, line: number, options: ValidateDatasetOption
     }
     const catalog = catalogFor(parsed.data.tools, options);
     const results = parsed.data.calls.map((call) => options.validator.validate(catalog, call as never));
-    return { ...base, id, results };
+    const warnings = catalog.report.warnings.map(({ code, message, tool, pointer }) => ({
+      code,
+      message,
+      ...(tool ? { tool } : {}),
+      ...(pointer ? { pointer } : {}),
+    }));
+    return {
+      ...base,
+      id,
+      results,
+      ...(warnings.length > 0 && catalog !== options.sharedTools ? { warnings } : {}),
+    };
   } catch (error) {
     const problem = toTerrariumError(error);
     const place = problem.where.pointer ? ` (at ${problem.where.pointer} of the line)` : "";
@@ -96,7 +110,17 @@ function catalogFor(tools: unknown, options: ValidateDatasetOptions): Catalog {
     if (options.sharedTools) return options.sharedTools;
     throw new TerrariumError("INVALID_INPUT", 'the line has no "tools" and no --tools source was given');
   }
-  const catalog = Catalog.fromDocument(tools, options.format ? { format: options.format } : {});
+  // Strict about what cannot be read (the line becomes an error record); what was normalised is kept
+  // as warnings on the record.
+  const report = new LoadReport();
+  const catalog = Catalog.fromDocument(tools, {
+    ...(options.format ? { format: options.format } : {}),
+    report,
+  });
+  if (report.skipped[0]) {
+    const skip = report.skipped[0];
+    throw new TerrariumError(skip.code as ErrorCode, skip.message, { where: { pointer: skip.pointer } });
+  }
   options.validator.prepare(catalog);
   return catalog;
 }
