@@ -324,4 +324,29 @@ describe("recursive schemas", () => {
       validator.validate(catalog, { name: "a", arguments: { x: { field3: "c" } } }).errors[0]?.path,
     ).toBe("/x/field3");
   });
+
+  it("a hostile, very deeply nested operation is skipped and the others still load", () => {
+    let deep: Record<string, unknown> = { type: "string" };
+    for (let level = 0; level < 3_000; level++) deep = { type: "object", properties: { a: deep } };
+    const body = (schema: unknown) => ({ requestBody: { content: { "application/json": { schema } } } });
+    const document = {
+      openapi: "3.1.0",
+      info: { title: "deep", version: "1" },
+      paths: {
+        "/deep": { post: { operationId: "deep", ...body(deep) } },
+        "/fine": {
+          post: { operationId: "fine", ...body({ type: "object", properties: { b: { type: "string" } } }) },
+        },
+      },
+    };
+    const report = new LoadReport();
+    const tools = toolsFromDocument(document, { report });
+    expect(tools.map((tool) => tool.name)).toEqual(["fine"]);
+    expect(report.skipped).toEqual([
+      expect.objectContaining({
+        code: "SCHEMA_TOO_DEEP",
+        pointer: expect.stringMatching(/^\/paths\/~1deep/),
+      }),
+    ]);
+  });
 });

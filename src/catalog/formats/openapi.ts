@@ -93,12 +93,17 @@ export function toolsFromOpenApi(document: unknown, options: OpenApiReadOptions 
     warn: (code, message, pointer) => report?.warn({ code, message, file, pointer, tool: currentTool }),
   };
   const skip = (error: unknown, pointer: string, tool?: string) => {
-    if (!report || !(error instanceof TerrariumError)) throw error;
+    if (!report) throw error;
+    // Anything else that goes wrong in one operation (a stack exhausted by a hostile document, a bug)
+    // costs that operation, not the file.
+    const known = error instanceof TerrariumError;
     report.skip({
-      code: error.code,
-      message: error.message,
+      code: known ? error.code : "INTERNAL",
+      message: known
+        ? error.message
+        : `the operation could not be read: ${(error as Error)?.message ?? String(error)}`,
       file,
-      pointer: error.where?.pointer ?? pointer,
+      pointer: (known ? error.where?.pointer : undefined) ?? pointer,
       ...(tool ? { tool } : {}),
     });
   };
