@@ -40,15 +40,6 @@ export class LoadReport {
     this.skipped.push(note);
   }
 
-  merge(other: LoadReport): void {
-    for (const note of other.warnings) this.warn(note);
-    for (const [code, count] of other.warningCounts) {
-      const kept = other.warnings.filter((note) => note.code === code).length;
-      if (count > kept) this.warningCounts.set(code, (this.warningCounts.get(code) ?? 0) + count - kept);
-    }
-    this.skipped.push(...other.skipped);
-  }
-
   get warningCount(): number {
     let total = 0;
     for (const count of this.warningCounts.values()) total += count;
