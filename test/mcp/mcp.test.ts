@@ -86,6 +86,17 @@ describe("MCP", () => {
     }
   }, 30_000);
 
+  it("stdio with --strict refuses tool files with skipped operations before serving", async () => {
+    const run = await cli([
+      "mcp",
+      join(ROOT, "test", "fixtures", "tools", "bad", "unknown-format.json"),
+      "--strict",
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/1 operation was skipped \(strict mode\)[\s\S]*\[CATALOG_INCOMPLETE\]/);
+  });
+
   it("reads a running MCP server's tools as a tool source, without calling them", async () => {
     const catalog = await loadToolSources([`mcp+stdio:${stdioCommand}`]);
     expect(catalog.names.sort()).toEqual([

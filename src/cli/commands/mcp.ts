@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { createMcpServer } from "../../mcp/server.js";
 import { buildEngine } from "../../server/start.js";
 import type { CliIo } from "../io.js";
+import { describeLoad } from "./tools.js";
 
 export function registerMcpCommand(program: Command, io: CliIo): void {
   program
@@ -12,6 +13,7 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
     .option("--db <file>", "keep the session in this SQLite file")
     .option("--model <model>", "model of the llm simulator")
     .option("--seed <seed>", "seed the simulators")
+    .option("--strict", "refuse to start when any operation of the tool files cannot be read")
     .description("serve simulated tools to an MCP client over stdio (one session for the connection)")
     .addHelpText(
       "after",
@@ -25,7 +27,7 @@ Examples:
     .action(
       async (
         sources: string[],
-        options: { state?: string; db?: string; model?: string; seed?: string },
+        options: { state?: string; db?: string; model?: string; seed?: string; strict?: boolean },
         command: Command,
       ) => {
         const config = command.optsWithGlobals().config as string | undefined;
@@ -36,11 +38,13 @@ Examples:
           ...(options.model ? { model: options.model } : {}),
           ...(options.seed ? { seed: options.seed } : {}),
           ...(config ? { config } : {}),
+          ...(options.strict ? { strict: true } : {}),
         });
         const session = await engine.createSession();
         const server = createMcpServer(engine, async () => session.id);
         const transport = new StdioServerTransport();
         // stdout carries the protocol; everything for people goes to stderr.
+        io.stderr.write(describeLoad(engine.catalog));
         io.stderr.write(`terrarium mcp: ${engine.catalog.size} tools, session ${session.id}\n`);
         await server.connect(transport);
         await new Promise<void>((resolve) => {
