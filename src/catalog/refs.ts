@@ -29,6 +29,9 @@ export const DEFS_PREFIX = "#/$defs/";
  * parameter, a request body or a response is structure the reader walks, never a schema.
  */
 const SCHEMA_HOMES = /^\/(components\/schemas|definitions|\$defs)\/[^/]+$/;
+/** Where documents keep the reusable parts of operations that are not schemas. */
+const STRUCTURE_HOMES =
+  /^\/components\/(parameters|responses|requestBodies|headers|examples|links|callbacks|pathItems)\//;
 /** A shared schema larger than this many objects and arrays, fully expanded, is kept as a definition. */
 const MAX_INLINED_NODES = 200;
 /**
@@ -147,6 +150,12 @@ export class RefResolver {
       for (const [key, sibling] of siblings)
         setOwn(resolvedSiblings, key, this.visit(sibling, `${pointer}/${escapeToken(key)}`, depth + 1));
       if (isPlainObject(target) && typeof target.$ref === "string") return { ...target, ...resolvedSiblings };
+      if (STRUCTURE_HOMES.test(ref.slice(1)) && isPlainObject(target)) {
+        // A Reference Object to a parameter, body or response: OpenAPI ignores keywords beside it
+        // (3.1 lets a summary or description override), so only annotations are kept.
+        const annotations = Object.entries(resolvedSiblings).filter(([key]) => ANNOTATIONS.has(key));
+        return { ...target, ...Object.fromEntries(annotations) };
+      }
       // 3.1 allows keywords beside $ref; annotations can be merged, anything else must also hold.
       if (siblings.every(([key]) => ANNOTATIONS.has(key)) && isPlainObject(target)) {
         return { ...target, ...resolvedSiblings };

@@ -344,3 +344,36 @@ describe("Swagger 2.0", () => {
     );
   });
 });
+
+describe("references to reusable parts of operations", () => {
+  it("keep only annotations beside a $ref to a parameter (OpenAPI ignores the rest), as Xero's spec needs", () => {
+    const report = new LoadReport();
+    const [tool] = toolsFromDocument(
+      {
+        openapi: "3.0.0",
+        info: { title: "x", version: "1" },
+        paths: {
+          "/accounts": {
+            parameters: [
+              { $ref: "#/components/parameters/tenant", type: "string", description: "Which tenant." },
+            ],
+            get: { operationId: "list_accounts", responses: { "200": { description: "ok" } } },
+          },
+        },
+        components: {
+          parameters: {
+            tenant: { name: "tenant", in: "header", required: true, schema: { type: "string" } },
+          },
+        },
+      },
+      { report },
+    );
+    expect(report.skipped).toEqual([]);
+    expect(tool?.inputSchema).toEqual({
+      type: "object",
+      properties: { tenant: { type: "string", description: "Which tenant." } },
+      required: ["tenant"],
+      additionalProperties: false,
+    });
+  });
+});
