@@ -110,6 +110,11 @@ interface Exclusions {
   readonly kinds: Set<Kind>;
   readonly values: unknown[];
   readonly keys: Set<string>;
+  /**
+   * For a `not` that only lists properties (say, the other branch of a oneOf whose branches differ only
+   * in optional properties): ways to fail it, each a key to add with a value of none of these types.
+   */
+  readonly mismatches: Array<Array<{ key: string; kinds: Kind[] }>>;
 }
 
 const NOTHING: unique symbol = Symbol("nothing");
@@ -195,7 +200,7 @@ function generateChecked(
       budget.retries--;
       ctx = { ...here, random: here.random.derive(`retry ${budget.serial++}`) };
     }
-    const value = generateOnce(schema, ctx, path, tried);
+    const value = generateOnce(schema, ctx, path, tried, attempt > 0);
     if (value === NOTHING) break;
     if (conforms(value, schema, here.root)) return { value, ok: true };
     if (fallback === NOTHING) fallback = value;
@@ -203,8 +208,14 @@ function generateChecked(
   return { value: fallback === NOTHING ? null : fallback, ok: false };
 }
 
-function generateOnce(schema: SchemaObject, context: Context, path: string[], tried: Tried): unknown {
-  const node = collect(schema, context, tried);
+function generateOnce(
+  schema: SchemaObject,
+  context: Context,
+  path: string[],
+  tried: Tried,
+  insist: boolean,
+): unknown {
+  const node = collect(schema, context, tried, insist);
   if (node === undefined) return NOTHING;
   const { parts, exclusions } = node;
   const ctx = node.context;
@@ -243,7 +254,12 @@ interface Collected {
  * branches of a `oneOf`, the `not`s and a skipped `if` become exclusions. Undefined when the recursion has
  * to be given up.
  */
-function collect(schema: JsonSchema, context: Context, tried: Tried = new Map()): Collected | undefined {
+function collect(
+  schema: JsonSchema,
+  context: Context,
+  tried: Tried = new Map(),
+  insist = false,
+): Collected | undefined {
   const parts: SchemaObject[] = [];
   const nots: unknown[] = [];
   let ctx = context;
@@ -293,7 +309,7 @@ function collect(schema: JsonSchema, context: Context, tried: Tried = new Map())
     if (part.not !== undefined) nots.push(part.not);
   }
   if (gaveUp) return undefined;
-  return { parts, context: ctx, exclusions: exclusionsOf(nots, ctx.root) };
+  return { parts, context: ctx, exclusions: exclusionsOf(nots, ctx.root, insist) };
 }
 
 const NEVER: SchemaObject = { not: {} };
@@ -369,8 +385,8 @@ function minimalCost(schema: unknown, ctx: Context, visiting: readonly string[] 
   return cost;
 }
 
-function exclusionsOf(nots: unknown[], root: JsonSchema): Exclusions {
-  const exclusions: Exclusions = { kinds: new Set(), values: [], keys: new Set() };
+function exclusionsOf(nots: unknown[], root: JsonSchema, insist: boolean): Exclusions {
+  const exclusions: Exclusions = { kinds: new Set(), values: [], keys: new Set(), mismatches: [] };
   // Making any one keyword of a `not` fail is enough; pick the narrowest that applies.
   const visit = (schema: unknown, depth: number): void => {
     if (!isRecord(schema) || depth > 4) return;
@@ -381,8 +397,17 @@ function exclusionsOf(nots: unknown[], root: JsonSchema): Exclusions {
       for (const key of schema.required) if (typeof key === "string") exclusions.keys.add(key);
       if (schema.type !== undefined)
         for (const kind of kindsOf(schema.type)) if (kind !== "object") exclusions.kinds.add(kind);
-    } else if (schema.type !== undefined) for (const kind of kindsOf(schema.type)) exclusions.kinds.add(kind);
-    else if (Array.isArray(schema.anyOf)) for (const branch of schema.anyOf) visit(branch, depth + 1);
+    } else {
+      if (schema.type !== undefined) for (const kind of kindsOf(schema.type)) exclusions.kinds.add(kind);
+      else if (Array.isArray(schema.anyOf)) for (const branch of schema.anyOf) visit(branch, depth + 1);
+      // Only on a retry: adding a property of the wrong type is a last resort.
+      if (insist && isRecord(schema.properties)) {
+        const ways = Object.entries(schema.properties)
+          .filter(([, property]) => isRecord(property) && property.type !== undefined)
+          .map(([key, property]) => ({ key, kinds: kindsOf((property as SchemaObject).type) }));
+        if (ways.length > 0) exclusions.mismatches.push(ways);
+      }
+    }
   };
   for (const schema of nots) visit(schema, 0);
   return exclusions;
@@ -516,10 +541,25 @@ function generateObject(
   const child: Context = { ...ctx, depth: ctx.depth + 1 };
   const required = new Set(parts.flatMap((part) => (Array.isArray(part.required) ? part.required : [])));
   for (const key of keys) {
-    const { value, ok } = generateChecked(conjunction(propertySchemas(key, parts)), child, [...path, key]);
+    const { value, ok } = generateChecked(conjunction(propertySchemas(key, parts, ctx.root)), child, [
+      ...path,
+      key,
+    ]);
     // An optional property no value fits (say, declared a string but also caught by an object-typed
     // additionalProperties) is better left out.
     if (ok || required.has(key)) setOwn(out, key, value);
+  }
+  for (const ways of exclusions.mismatches) {
+    for (const { key, kinds } of ways) {
+      if (required.has(key) || exclusions.keys.has(key)) continue;
+      const own = conjunction(propertySchemas(key, parts, ctx.root));
+      const value = [0, "x", true, null, {}, []].find(
+        (candidate) => !typeHolds(candidate, kinds) && conforms(candidate, own, ctx.root),
+      );
+      if (value === undefined) continue;
+      setOwn(out, key, structuredClone(value));
+      break;
+    }
   }
   return out;
 }
@@ -544,7 +584,7 @@ function chooseKeys(
   }
   const allowed = (key: string): boolean =>
     !exclusions.keys.has(key) &&
-    !propertySchemas(key, parts).includes(false) &&
+    !propertySchemas(key, parts, ctx.root).includes(false) &&
     parts.every((part) => part.propertyNames === undefined || conforms(key, part.propertyNames, ctx.root));
   const keys = new Set<string>(previous ?? []);
   for (const key of required) keys.add(key);
@@ -631,9 +671,8 @@ function inventKey(
 }
 
 /** Every schema that applies to property `key`, per part: its own, matching patterns, else the additional one. */
-function propertySchemas(key: string, parts: SchemaObject[]): unknown[] {
+function propertySchemas(key: string, parts: SchemaObject[], root: JsonSchema): unknown[] {
   const out: unknown[] = [];
-  let covered = false;
   for (const part of parts) {
     const own = isRecord(part.properties) && Object.hasOwn(part.properties, key);
     if (own) out.push((part.properties as SchemaObject)[key]);
@@ -647,12 +686,28 @@ function propertySchemas(key: string, parts: SchemaObject[]): unknown[] {
       }
     }
     if (!own && !matched && part.additionalProperties !== undefined) out.push(part.additionalProperties);
-    if (own || matched || part.additionalProperties !== undefined) covered = true;
+    // unevaluatedProperties sees what this part and the schemas inside it look at, nothing beside it.
+    if (part.unevaluatedProperties !== undefined && !evaluatesKey(part, key, root, 0))
+      out.push(part.unevaluatedProperties);
   }
-  if (!covered)
-    for (const part of parts)
-      if (part.unevaluatedProperties !== undefined) out.push(part.unevaluatedProperties);
   return out;
+}
+
+/** Whether some keyword of `schema` or of a subschema within it (short of its own unevaluatedProperties) covers `key`. */
+function evaluatesKey(schema: unknown, key: string, root: JsonSchema, depth: number): boolean {
+  if (!isRecord(schema) || depth > 16) return false;
+  if (isRecord(schema.properties) && Object.hasOwn(schema.properties, key)) return true;
+  if (isRecord(schema.patternProperties))
+    for (const pattern of Object.keys(schema.patternProperties))
+      if (compilePattern(pattern)?.test(key)) return true;
+  if (schema.additionalProperties !== undefined) return true;
+  if (depth > 0 && schema.unevaluatedProperties !== undefined) return true;
+  const inner = (sub: unknown): boolean => evaluatesKey(sub, key, root, depth + 1);
+  if (typeof schema.$ref === "string" && inner(resolveRef(schema.$ref, root))) return true;
+  for (const list of [schema.allOf, schema.anyOf, schema.oneOf])
+    if (Array.isArray(list) && list.some(inner)) return true;
+  if ([schema.if, schema.then, schema.else].some(inner)) return true;
+  return isRecord(schema.dependentSchemas) && Object.values(schema.dependentSchemas).some(inner);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1639,20 +1694,45 @@ function patternString(
   };
   const tree = parsePattern(pattern);
   if (tree) {
-    const reach: Reach = { stretch: Math.max(3, Math.min(minLength, 64)), mode: "random" };
-    for (let attempt = 0; attempt < 24; attempt++) {
-      const text = emitPattern(tree, random, { ...reach, spellLookaheads: attempt % 2 === 1 });
+    const emitWith = (reach: Reach): string => emitPattern(tree, random, reach);
+    const tryText = (text: string): string | undefined => {
       if (fits(text)) return text;
-      const length = codePoints(text);
-      if (length < minLength) {
-        const filler = "a".repeat(minLength - length);
-        for (const padded of [text + filler, filler + text]) if (fits(padded)) return padded;
-        reach.stretch = Math.min(Math.max(reach.stretch * 2, minLength), 4096);
-        reach.mode = attempt % 3 === 2 ? "random" : "long";
-      } else if (length > maxLength) {
-        reach.stretch = Math.floor(reach.stretch / 2);
-        reach.mode = attempt % 3 === 2 ? "random" : "short";
-      } else reach.mode = "random";
+      // An end the pattern does not anchor can take filler.
+      const missing = minLength - codePoints(text);
+      if (missing > 0)
+        for (const padded of [text + "a".repeat(missing), "a".repeat(missing) + text])
+          if (fits(padded)) return padded;
+      return undefined;
+    };
+    // Most patterns come with loose bounds: a few random draws.
+    const usual = Math.max(3, Math.min(minLength, 64));
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const found = tryText(emitWith({ stretch: usual, mode: "random", spellLookaheads: attempt % 2 === 1 }));
+      if (found !== undefined) return found;
+    }
+    // Tight bounds: find how far repetitions must stretch to reach minLength, then draw around that.
+    if (minLength > 0 || maxLength < Number.POSITIVE_INFINITY) {
+      for (const spellLookaheads of [false, true]) {
+        const lengthAt = (stretch: number): number =>
+          codePoints(emitWith({ stretch, mode: "long", spellLookaheads }));
+        let high = 1;
+        while (high < 1024 && lengthAt(high) < minLength) high *= 2;
+        let low = 0;
+        while (low < high) {
+          const middle = Math.floor((low + high) / 2);
+          if (lengthAt(middle) < minLength) low = middle + 1;
+          else high = middle;
+        }
+        const candidates = [
+          emitWith({ stretch: low, mode: "long", spellLookaheads }),
+          emitWith({ stretch: 0, mode: "short", spellLookaheads }),
+          ...Array.from({ length: 6 }, () => emitWith({ stretch: low, mode: "random", spellLookaheads })),
+        ];
+        for (const text of candidates) {
+          const found = tryText(text);
+          if (found !== undefined) return found;
+        }
+      }
     }
   }
   for (const candidate of [...PATTERN_FALLBACKS, ...WORDS]) if (fits(candidate)) return candidate;
@@ -1890,6 +1970,7 @@ function markEvaluated(
   root: JsonSchema,
   into: Set<string>,
   depth: number,
+  top = true,
 ): void {
   if (!isRecord(s) || depth > 64) return;
   const keys = Object.keys(value);
@@ -1897,9 +1978,10 @@ function markEvaluated(
   if (isRecord(s.patternProperties))
     for (const pattern of Object.keys(s.patternProperties))
       for (const key of keys) if (compilePattern(pattern)?.test(key)) into.add(key);
-  if (s.additionalProperties !== undefined || s.unevaluatedProperties !== undefined)
+  // A nested unevaluatedProperties has looked at every property; the one being checked has not.
+  if (s.additionalProperties !== undefined || (!top && s.unevaluatedProperties !== undefined))
     for (const key of keys) into.add(key);
-  const visit = (sub: unknown): void => markEvaluated(value, sub, root, into, depth + 1);
+  const visit = (sub: unknown): void => markEvaluated(value, sub, root, into, depth + 1, false);
   if (typeof s.$ref === "string") visit(resolveRef(s.$ref, root));
   if (Array.isArray(s.allOf)) s.allOf.forEach(visit);
   for (const list of [s.anyOf, s.oneOf])
@@ -1914,12 +1996,12 @@ function markEvaluated(
     for (const [key, sub] of Object.entries(s.dependentSchemas)) if (Object.hasOwn(value, key)) visit(sub);
 }
 
-function evaluatedItems(value: unknown[], s: unknown, root: JsonSchema, depth: number): number {
+function evaluatedItems(value: unknown[], s: unknown, root: JsonSchema, depth: number, top = true): number {
   if (!isRecord(s) || depth > 64) return 0;
-  if (s.items !== undefined || s.unevaluatedItems !== undefined) return value.length;
+  if (s.items !== undefined || (!top && s.unevaluatedItems !== undefined)) return value.length;
   let reach = Array.isArray(s.prefixItems) ? s.prefixItems.length : 0;
   const visit = (sub: unknown): void => {
-    reach = Math.max(reach, evaluatedItems(value, sub, root, depth + 1));
+    reach = Math.max(reach, evaluatedItems(value, sub, root, depth + 1, false));
   };
   if (typeof s.$ref === "string") visit(resolveRef(s.$ref, root));
   if (Array.isArray(s.allOf)) s.allOf.forEach(visit);

@@ -96,7 +96,6 @@ function allValid(schema: JsonSchema, seeds = 50): unknown[] {
 
 /** The `if`/`then`/`else` keywords of a schema. */
 function conditional(condition: object, then: object, otherwise?: object): Record<string, object> {
-  // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a promise.
   return { if: condition, then, ...(otherwise ? { else: otherwise } : {}) };
 }
 
@@ -392,6 +391,23 @@ describe("schema synthesis of the constructs real API schemas use", () => {
       expect(Object.keys(value as object)).toEqual(expect.arrayContaining(["a", "b"]));
   });
 
+  it("unevaluatedProperties, beside and inside allOf", () => {
+    const values = allValid({
+      type: "object",
+      properties: { a: { type: "string" }, b: { type: "string" } },
+      allOf: [{ properties: { c: { type: "integer" } }, required: ["c"], unevaluatedProperties: false }],
+    });
+    for (const value of values) expect(Object.keys(value as object)).toEqual(["c"]);
+    allValid({
+      type: "object",
+      allOf: [{ properties: { a: { type: "string" } } }, { properties: { b: { type: "integer" } } }],
+      properties: { c: { type: "boolean" } },
+      unevaluatedProperties: false,
+      minProperties: 2,
+    });
+    allValid({ type: "array", prefixItems: [{ type: "string" }], unevaluatedItems: false, minItems: 1 });
+  });
+
   it("allOf mixing $refs with own constraints", () => {
     allValid({
       $defs: {
@@ -446,6 +462,16 @@ describe("schema synthesis of the constructs real API schemas use", () => {
       oneOf: [
         { type: "integer", minimum: 0, maximum: 10 },
         { type: "integer", minimum: 5, maximum: 15 },
+      ],
+    });
+    // Branches that only list optional properties: every object matches all of them unless the value
+    // carries another branch's property with a type that branch refuses.
+    allValid({
+      type: "object",
+      oneOf: [
+        { type: "object", properties: { location: { type: "object" } } },
+        { type: "object", properties: { location_id: { type: "string" } } },
+        { type: "object", properties: { location_url: { type: "string" } } },
       ],
     });
   });
