@@ -11,7 +11,7 @@ export { type ExportOpenApiOptions, exportOpenApi, TOOL_ERROR_SCHEMA } from "./e
 export { detectFunctionFormat, toolFromFunction } from "./formats/function-style.js";
 export { isOpenApiDocument, type OpenApiReadOptions, toolsFromOpenApi } from "./formats/openapi.js";
 export { convertSwagger2, isSwagger2Document, type Swagger2Conversion } from "./formats/swagger2.js";
-export { closeArgumentObject, fromBfclSchema, toJsonSchema2020 } from "./json-schema.js";
+export { closeArgumentObject, fromBfclSchema } from "./json-schema.js";
 export { loadToolFile, prepareDocument, type ToolsFromDocumentOptions, toolsFromDocument } from "./load.js";
 export {
   type NormaliseOptions,
@@ -19,6 +19,7 @@ export {
   type SchemaDirection,
   SchemaNormaliser,
   type SchemaWarn,
+  toJsonSchema2020,
 } from "./normalise.js";
 export { parseDocument, readDocument } from "./read-document.js";
 export { DEFS_PREFIX, embedSchema, RefResolver, resolveLocalRefs, rewriteDefinitionRefs } from "./refs.js";

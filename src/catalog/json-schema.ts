@@ -59,56 +59,6 @@ export function mapSchema(
   return transform(out);
 }
 
-/**
- * Brings one schema to 2020-12: OpenAPI 3.0's `nullable`, boolean `exclusiveMinimum/Maximum` and
- * `example`; draft-07's array form of `items` and `additionalItems`; a `$schema` of another draft.
- */
-export function toJsonSchema2020(schema: JsonSchema): JsonSchema {
-  return mapSchema(schema, (node) => {
-    const out = { ...node };
-    if (typeof out.$schema === "string" && !out.$schema.includes("2020-12")) delete out.$schema;
-    for (const [flag, bound] of [
-      ["exclusiveMinimum", "minimum"],
-      ["exclusiveMaximum", "maximum"],
-    ] as const) {
-      if (out[flag] === true && typeof out[bound] === "number") {
-        out[flag] = out[bound];
-        delete out[bound];
-      } else if (out[flag] === false) {
-        delete out[flag];
-      }
-    }
-    if (Array.isArray(out.items)) {
-      out.prefixItems = out.items;
-      if (out.additionalItems !== undefined) out.items = out.additionalItems;
-      else delete out.items;
-      delete out.additionalItems;
-    }
-    if ("example" in out && !("examples" in out)) {
-      out.examples = [out.example];
-      delete out.example;
-    }
-    if (out.nullable === true) {
-      delete out.nullable;
-      return makeNullable(out);
-    }
-    if (out.nullable === false) delete out.nullable;
-    return out;
-  });
-}
-
-function makeNullable(node: JsonObjectSchema): JsonObjectSchema {
-  const type = node.type;
-  if (typeof type === "string") {
-    const out: JsonObjectSchema = { ...node, type: type === "null" ? "null" : [type, "null"] };
-    if (Array.isArray(node.enum) && !node.enum.includes(null)) out.enum = [...node.enum, null];
-    return out;
-  }
-  if (Array.isArray(type)) return type.includes("null") ? node : { ...node, type: [...type, "null"] };
-  // No type to extend (e.g. a composition): allow null beside whatever the schema allows.
-  return { anyOf: [node, { type: "null" }] };
-}
-
 /** BFCL's (Python- and Java-flavoured) type names and what they mean in JSON Schema. */
 const BFCL_TYPES: Record<string, string | null> = {
   dict: "object",

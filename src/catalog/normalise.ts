@@ -83,6 +83,14 @@ const ANNOTATION_ONLY = new Set([
 ]);
 
 /**
+ * Brings one schema to 2020-12 as OpenAPI 3.0 writes it (`nullable`, boolean exclusive bounds, `example`,
+ * draft-07 tuples), with no warnings kept: for schemas written in code, such as environment tools.
+ */
+export function toJsonSchema2020(schema: JsonSchema): JsonSchema {
+  return new SchemaNormaliser({ dialect: "openapi-3.0" }).normalise(schema);
+}
+
+/**
  * Normalises schemas of one document. Subschemas shared between tools (an inlined component) are
  * normalised once per direction and the result shared, so warnings name the first place they were met.
  */

@@ -1,6 +1,7 @@
 import { Immer } from "immer";
 import { Catalog } from "../catalog/catalog.js";
-import { closeArgumentObject, emptyArgumentSchema, toJsonSchema2020 } from "../catalog/json-schema.js";
+import { closeArgumentObject, emptyArgumentSchema } from "../catalog/json-schema.js";
+import { toJsonSchema2020 } from "../catalog/normalise.js";
 import type { JsonObjectSchema, JsonSchema, Tool, ToolEffect } from "../catalog/tool.js";
 import { type Clock, ManualClock, systemClock } from "../core/clock.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
