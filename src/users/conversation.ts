@@ -63,6 +63,12 @@ export interface TurnRecord {
   user: string;
   /** Set when the user ended the conversation with this turn. */
   stop?: "stop" | "transfer" | "out_of_scope";
+  /** The user's first message repeated an earlier one and it was asked for another. */
+  redirected?: boolean;
+  /** The message repeated an earlier one again: it was not sent and the conversation ended. */
+  repeated?: boolean;
+  /** The agent failed on this message (the run ends with `agent_error`). */
+  agentError?: string;
   /** The user model's tokens for this turn (every call: plan, tool rounds, message, retries). */
   userUsage: TokenCount & { calls: number };
   agent?: AgentReply & { latencyMs: number };

@@ -1,0 +1,310 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { TerrariumError } from "../../core/errors.js";
+import type { Models } from "../../models/hub.js";
+import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
+import type { Scenario } from "../scenario/index.js";
+import { SimulatedUser } from "../simulator/user.js";
+import { simulateConversation } from "../simulator/conversation-loop.js";
+import { UserToolFactory } from "../simulator/toolbox.js";
+import { type UniqueFailureRecord, type UsersRunSettings, type UsersSummary, summarizeRuns } from "./summary.js";
+import {
+  type RunJudgement,
+  readTranscript,
+  readTranscripts,
+  runIdOf,
+  type StoredRun,
+  TranscriptWriter,
+  transcriptPath,
+  USERS_RUN_SCHEMA_VERSION,
+} from "./transcript.js";
+
+/** What a run needs of the agent under test (an `AgentTarget` from `src/users/agents` fits). */
+export interface UsersAgent {
+  readonly spec: string;
+  readonly tools: string[];
+  open(context: { runId: string; seed: string; scenario: Scenario }): Promise<{
+    readonly sessionId: string;
+    send(userMessage: string): Promise<AgentReply>;
+    finalState(): Promise<unknown>;
+    close(): Promise<void>;
+  }>;
+}
+
+/** A turn the failure judge flagged, to be consolidated with the others into unique failures. */
+export interface FlaggedTurn {
+  runId: string;
+  scenarioId: string;
+  turn: number;
+  dimension: string;
+  score: number;
+  justification: string;
+  userMessage: string;
+  agentMessage: string;
+}
+
+/** The judges of a users run (see `modelJudges`); a judge that fails records an error, never throws. */
+export interface UsersJudges {
+  judgeRun(input: {
+    runId: string;
+    scenario: Scenario;
+    turns: TurnRecord[];
+    agentToolCalls: AgentToolCallRecord[];
+    finalState: unknown;
+  }): Promise<RunJudgement>;
+  consolidate(items: FlaggedTurn[]): Promise<UniqueFailureRecord[]>;
+}
+
+export interface UsersRunOptions {
+  scenarios: Scenario[];
+  agent: UsersAgent;
+  /** The `--agent-tools` sources, recorded in `run.json`. */
+  agentTools?: string[];
+  models: Models;
+  outDir: string;
+  runs?: number;
+  concurrency?: number;
+  seed?: string;
+  /** Continue a folder: finished runs are kept, unfinished ones start over. */
+  resume?: boolean;
+  /** The judges; without them the judged metrics are null. */
+  judges?: UsersJudges;
+  /** The user's model (default: `roles.user`, else `roles.default`). */
+  userModel?: string;
+  userTemperature?: number;
+  toolFactory?: UserToolFactory;
+  /** Called when a run finishes (done counts runs finished in this call, kept ones included). */
+  onRun?: (event: { run: StoredRun; done: number; total: number; kept: boolean }) => void;
+  /** Called before the judges' consolidation call and the summary. */
+  onPhase?: (phase: "consolidating" | "summarizing") => void;
+}
+
+export interface UsersRunResult {
+  summary: UsersSummary;
+  /** Runs taken from the folder (with `resume`) rather than run again. */
+  kept: number;
+}
+
+/**
+ * `users run` as a library call: every scenario × `runs` conversations between a simulated user and the
+ * agent, `concurrency` at a time, each with its own seed (`<seed>/<scenario>/<k>`), tools and agent
+ * session; one transcript per run written as it goes; the judges per run; one consolidation of the
+ * flagged turns into unique failures; and `summary.json`. A run whose agent or user fails is recorded with
+ * its error and the others go on.
+ */
+export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult> {
+  const runs = options.runs ?? 1;
+  const concurrency = options.concurrency ?? 2;
+  const seed = options.seed ?? "0";
+  if (!Number.isInteger(runs) || runs < 1) throw new TerrariumError("INVALID_INPUT", `runs must be a whole number >= 1, got ${runs}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new TerrariumError("INVALID_INPUT", `concurrency must be a whole number >= 1, got ${concurrency}`);
+  if (options.scenarios.length === 0) throw new TerrariumError("INVALID_INPUT", "no scenarios to run");
+  const toolFactory = options.toolFactory ?? new UserToolFactory({ models: options.models });
+  toolFactory.check(options.scenarios);
+  const userModel = options.userModel ?? options.models.modelFor("user");
+  const settings: UsersRunSettings = {
+    schemaVersion: USERS_RUN_SCHEMA_VERSION,
+    agent: options.agent.spec,
+    agentTools: options.agentTools ?? [],
+    agentToolNames: [...options.agent.tools].sort(),
+    mode: "api-only",
+    seed,
+    runs,
+    scenarios: options.scenarios.map((s) => ({ id: s.id, goal: s.goal })),
+    userModel,
+    judges: options.judges !== undefined,
+  };
+  prepareFolder(options.outDir, settings, options.resume === true);
+
+  const pending: Array<{ scenario: Scenario; index: number }> = [];
+  const finished: StoredRun[] = [];
+  for (const scenario of options.scenarios) {
+    for (let index = 1; index <= runs; index++) {
+      const file = transcriptPath(options.outDir, runIdOf(scenario.id, index));
+      rmSync(`${file}.partial`, { force: true });
+      if (existsSync(file)) finished.push(readTranscript(file));
+      else pending.push({ scenario, index });
+    }
+  }
+  const total = finished.length + pending.length;
+  let done = 0;
+  for (const run of finished) options.onRun?.({ run, done: ++done, total, kept: true });
+
+  const playOne = async ({ scenario, index }: { scenario: Scenario; index: number }) => {
+    const run = await playRun(options, settings, toolFactory, scenario, index);
+    finished.push(run);
+    options.onRun?.({ run, done: ++done, total, kept: false });
+  };
+  try {
+    const queue = [...pending];
+    const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) await playOne(next);
+    });
+    await Promise.all(workers);
+  } finally {
+    if (!options.toolFactory) await toolFactory.close();
+  }
+
+  const stored = readTranscripts(options.outDir).filter((run) =>
+    settings.scenarios.some((s) => s.id === run.scenarioId && run.index <= runs),
+  );
+  let failures: UniqueFailureRecord[] | null = null;
+  if (options.judges) {
+    options.onPhase?.("consolidating");
+    failures = await options.judges.consolidate(flaggedTurns(stored));
+    writeJson(join(options.outDir, "failures.json"), { schemaVersion: USERS_RUN_SCHEMA_VERSION, failures });
+  }
+  options.onPhase?.("summarizing");
+  const summary = summarizeRuns(settings, stored, failures);
+  writeJson(join(options.outDir, "summary.json"), summary);
+  return { summary, kept: total - pending.length };
+}
+
+async function playRun(
+  options: UsersRunOptions,
+  settings: UsersRunSettings,
+  toolFactory: UserToolFactory,
+  scenario: Scenario,
+  index: number,
+): Promise<StoredRun> {
+  const runId = runIdOf(scenario.id, index);
+  const runSeed = `${settings.seed}/${scenario.id}/${index}`;
+  const file = transcriptPath(options.outDir, runId);
+  const writer = new TranscriptWriter(file);
+  const startedAt = new Date().toISOString();
+  const started = performance.now();
+  try {
+    writer.write({
+      type: "run",
+      schemaVersion: USERS_RUN_SCHEMA_VERSION,
+      runId,
+      scenarioId: scenario.id,
+      index,
+      seed: runSeed,
+      agent: settings.agent,
+      mode: settings.mode,
+      startedAt,
+    });
+    const models = options.models.forRun();
+    const toolbox = await toolFactory.toolbox(scenario, runSeed);
+    const user = new SimulatedUser({
+      models,
+      scenario,
+      toolbox,
+      seed: runSeed,
+      model: settings.userModel,
+      scope: runId,
+      ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
+    });
+    let session: Awaited<ReturnType<UsersAgent["open"]>> | undefined;
+    let result: Awaited<ReturnType<typeof simulateConversation>>;
+    let finalState: unknown;
+    try {
+      session = await options.agent.open({ runId, seed: runSeed, scenario });
+      const agent = session;
+      result = await simulateConversation({
+        scenario,
+        user,
+        agent,
+        onTurn: (turn) => writer.write({ type: "turn", ...turn }),
+      });
+      finalState = await agent.finalState().catch(() => undefined);
+    } catch (error) {
+      result = { turns: [], endReason: "agent_error", error: `the agent could not start: ${messageOf(error)}` };
+    } finally {
+      await session?.close().catch(() => undefined);
+    }
+    const agentToolCalls = result.turns.flatMap((turn) => turn.agent?.toolCalls ?? []);
+    writer.write({
+      type: "end",
+      endReason: result.endReason,
+      ...(result.error ? { error: result.error } : {}),
+      turns: result.turns.length,
+      agentToolCalls,
+      ...(finalState !== undefined ? { finalState } : {}),
+      userModel: settings.userModel,
+      durationMs: Math.round(performance.now() - started),
+    });
+    if (options.judges && result.turns.length > 0) {
+      const judgement = await options.judges.judgeRun({
+        runId,
+        scenario,
+        turns: result.turns,
+        agentToolCalls,
+        finalState,
+      });
+      writer.write({ type: "judgement", ...judgement });
+    }
+    writer.commit();
+  } catch (error) {
+    writer.discard();
+    throw error;
+  }
+  return readTranscript(file);
+}
+
+/** Every turn a failure judge flagged, in run order. */
+export function flaggedTurns(runs: readonly StoredRun[]): FlaggedTurn[] {
+  const items: FlaggedTurn[] = [];
+  for (const run of runs) {
+    for (const verdict of run.judgement?.failures ?? []) {
+      const turn = run.turns.find((t) => t.turn === verdict.turn);
+      for (const dimension of verdict.flagged) {
+        const score = verdict.scores[dimension];
+        items.push({
+          runId: run.runId,
+          scenarioId: run.scenarioId,
+          turn: verdict.turn,
+          dimension,
+          score: score?.score ?? 0,
+          justification: score?.justification ?? "",
+          userMessage: turn?.user ?? "",
+          agentMessage: turn?.agent?.message ?? "",
+        });
+      }
+    }
+  }
+  return items;
+}
+
+/** `run.json` says what the folder holds; a second run into it must be `--resume` with the same settings. */
+function prepareFolder(outDir: string, settings: UsersRunSettings, resume: boolean): void {
+  const file = join(outDir, "run.json");
+  if (existsSync(file)) {
+    if (!resume) {
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `${outDir} already holds a users run; pass --resume to continue it, or choose another --out`,
+      );
+    }
+    const before = JSON.parse(readFileSync(file, "utf8")) as UsersRunSettings;
+    for (const key of ["agent", "seed", "runs", "mode", "userModel"] as const) {
+      if (JSON.stringify(before[key]) !== JSON.stringify(settings[key])) {
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          `--resume: ${key} was ${JSON.stringify(before[key])} in ${file}, now ${JSON.stringify(settings[key])}; resume with the same settings or choose another --out`,
+        );
+      }
+    }
+    const ids = (list: UsersRunSettings["scenarios"]) => JSON.stringify(list.map((s) => s.id));
+    if (ids(before.scenarios) !== ids(settings.scenarios)) {
+      throw new TerrariumError("INVALID_INPUT", `--resume: the scenarios differ from those in ${file}`);
+    }
+  } else if (resume && existsSync(join(outDir, "transcripts"))) {
+    throw new TerrariumError("INVALID_INPUT", `--resume: ${outDir} has transcripts but no run.json`);
+  }
+  mkdirSync(join(outDir, "transcripts"), { recursive: true });
+  writeJson(file, settings);
+}
+
+function writeJson(file: string, value: unknown): void {
+  const partial = `${file}.partial`;
+  writeFileSync(partial, `${JSON.stringify(value, null, 2)}\n`);
+  // Renamed into place so a reader never sees half a file.
+  renameSync(partial, file);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
