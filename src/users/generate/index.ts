@@ -1,0 +1,37 @@
+export {
+  ATTRIBUTE_LIMITS,
+  type AttributeCategories,
+  type AttributeCategoriesInput,
+  type AttributeValue,
+  loadAttributeCategories,
+  parseAttributeCategories,
+  sampleAttributes,
+  sampleSpace,
+} from "./attributes.js";
+export {
+  documentSlugs,
+  GENERATION_STRATEGIES,
+  type GeneratedScenario,
+  type GenerateScenariosOptions,
+  type GenerationProgress,
+  type GenerationResult,
+  type GenerationStrategy,
+  generateScenarios,
+  MAX_GENERATED_SCENARIOS,
+  readDocuments,
+} from "./generate.js";
+export {
+  MAX_PROMPT_DOCUMENT_CHARS,
+  type PromptInput,
+  SCENARIO_DRAFT_SCHEMA,
+  type ScenarioDraft,
+  type ScenarioStrategy,
+  scenarioMessages,
+} from "./prompt.js";
+export { goalSimilarity, goalTokens } from "./similarity.js";
+export {
+  KNOWLEDGE_FOLDER,
+  type WriteScenariosOptions,
+  type WrittenScenarios,
+  writeScenarios,
+} from "./write.js";
