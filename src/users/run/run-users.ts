@@ -4,10 +4,15 @@ import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
 import type { Scenario } from "../scenario/index.js";
-import { SimulatedUser } from "../simulator/user.js";
 import { simulateConversation } from "../simulator/conversation-loop.js";
 import { UserToolFactory } from "../simulator/toolbox.js";
-import { type UniqueFailureRecord, type UsersRunSettings, type UsersSummary, summarizeRuns } from "./summary.js";
+import { SimulatedUser } from "../simulator/user.js";
+import {
+  summarizeRuns,
+  type UniqueFailureRecord,
+  type UsersRunSettings,
+  type UsersSummary,
+} from "./summary.js";
 import {
   type RunJudgement,
   readTranscript,
@@ -96,7 +101,8 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
   const runs = options.runs ?? 1;
   const concurrency = options.concurrency ?? 2;
   const seed = options.seed ?? "0";
-  if (!Number.isInteger(runs) || runs < 1) throw new TerrariumError("INVALID_INPUT", `runs must be a whole number >= 1, got ${runs}`);
+  if (!Number.isInteger(runs) || runs < 1)
+    throw new TerrariumError("INVALID_INPUT", `runs must be a whole number >= 1, got ${runs}`);
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new TerrariumError("INVALID_INPUT", `concurrency must be a whole number >= 1, got ${concurrency}`);
   if (options.scenarios.length === 0) throw new TerrariumError("INVALID_INPUT", "no scenarios to run");
@@ -211,7 +217,11 @@ async function playRun(
       });
       finalState = await agent.finalState().catch(() => undefined);
     } catch (error) {
-      result = { turns: [], endReason: "agent_error", error: `the agent could not start: ${messageOf(error)}` };
+      result = {
+        turns: [],
+        endReason: "agent_error",
+        error: `the agent could not start: ${messageOf(error)}`,
+      };
     } finally {
       await session?.close().catch(() => undefined);
     }

@@ -6,8 +6,8 @@ import {
   passHatKOfRuns,
   type ThresholdCheck,
   toolDistributionEntropy,
-  transitionEntropy,
   trajectoryDiversity,
+  transitionEntropy,
 } from "../metrics/index.js";
 import { type StoredRun, USERS_RUN_SCHEMA_VERSION } from "./transcript.js";
 
@@ -146,7 +146,9 @@ export function summarizeRuns(
     };
   });
   const allOutcomes = scenarioRows.flatMap((row) =>
-    row.runs.filter((run) => run.success !== null && !ERROR_REASONS.has(run.endReason)).map((run) => run.success),
+    row.runs
+      .filter((run) => run.success !== null && !ERROR_REASONS.has(run.endReason))
+      .map((run) => run.success),
   );
   const passHatK: Record<string, number> = {};
   for (let k = 1; k <= settings.runs; k++) {

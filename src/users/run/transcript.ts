@@ -134,7 +134,11 @@ export function readTranscript(file: string): StoredRun {
       run = { ...header, turns: [], file };
       return;
     }
-    if (!run) throw new TerrariumError("INVALID_INPUT", `${file}:${index + 1}: the first line must be the run header`);
+    if (!run)
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `${file}:${index + 1}: the first line must be the run header`,
+      );
     if (line.type === "turn") {
       const { type: _type, ...turn } = line;
       run.turns.push(turn);
@@ -143,7 +147,10 @@ export function readTranscript(file: string): StoredRun {
       const { type: _type, ...judgement } = line;
       run.judgement = judgement;
     } else {
-      throw new TerrariumError("INVALID_INPUT", `${file}:${index + 1}: unknown line type ${JSON.stringify((line as { type?: unknown }).type)}`);
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `${file}:${index + 1}: unknown line type ${JSON.stringify((line as { type?: unknown }).type)}`,
+      );
     }
   });
   if (!run) throw new TerrariumError("INVALID_INPUT", `${file}: empty transcript`);

@@ -131,7 +131,9 @@ function mockedDeclaration(declaration: UserToolDeclaration): MockedToolDeclarat
     description: declaration.description ?? declaration.name,
     parameters: declaration.parameters,
     ...(isRecord(declaration.data) ? { data: declaration.data } : {}),
-    ...(declaration.outcomes ? { outcomes: declaration.outcomes as unknown as MockedToolDeclaration["outcomes"] } : {}),
+    ...(declaration.outcomes
+      ? { outcomes: declaration.outcomes as unknown as MockedToolDeclaration["outcomes"] }
+      : {}),
   };
 }
 

@@ -162,10 +162,11 @@ export class SimulatedUser {
 function asUserThread(conversation: readonly ConversationMessage[]): Message[] {
   return [
     { role: "user", content: "[the chat window is open; you write first]" },
-    ...conversation.map((message): Message =>
-      message.role === "agent"
-        ? { role: "user", content: `[agent] ${message.content}` }
-        : { role: "assistant", content: message.content },
+    ...conversation.map(
+      (message): Message =>
+        message.role === "agent"
+          ? { role: "user", content: `[agent] ${message.content}` }
+          : { role: "assistant", content: message.content },
     ),
   ];
 }

@@ -1,0 +1,31 @@
+/**
+ * `users run` as a library: conversations between simulated users and the agent under test, one
+ * transcript per run, judges, consolidation into unique failures, and `summary.json` with every metric.
+ */
+export {
+  type FlaggedTurn,
+  flaggedTurns,
+  runUsers,
+  type UsersAgent,
+  type UsersJudges,
+  type UsersRunOptions,
+  type UsersRunResult,
+} from "./run-users.js";
+export {
+  summarizeRuns,
+  type UniqueFailureRecord,
+  type UsersMetrics,
+  type UsersRunSettings,
+  type UsersSummary,
+} from "./summary.js";
+export {
+  type RunJudgement,
+  readTranscript,
+  readTranscripts,
+  runIdOf,
+  type StoredRun,
+  type TranscriptLine,
+  TranscriptWriter,
+  transcriptPath,
+  USERS_RUN_SCHEMA_VERSION,
+} from "./transcript.js";
