@@ -101,11 +101,11 @@ export function summarizeRuns(
   const trajectories = stored.map((run) =>
     (run.end?.agentToolCalls ?? []).map((call) => ({ tool: call.tool, arguments: call.arguments })),
   );
-  const groups: Record<string, typeof trajectories> = {};
+  // TD compares runs with the same goal (a Map: goals are free text).
+  const groups = new Map<string, typeof trajectories>();
   stored.forEach((run, index) => {
     const goal = settings.scenarios.find((s) => s.id === run.scenarioId)?.goal ?? run.scenarioId;
-    const trajectory = trajectories[index] ?? [];
-    (groups[goal] ??= []).push(trajectory);
+    groups.set(goal, [...(groups.get(goal) ?? []), trajectories[index] ?? []]);
   });
   const verdicts = stored.flatMap((run) => run.judgement?.realism ?? []);
   const rate = (pick: (v: (typeof verdicts)[number]) => boolean) =>
