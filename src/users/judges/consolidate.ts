@@ -9,8 +9,9 @@
  * failure claims becomes a failure of its own. So every item belongs to exactly one failure.
  *
  * Bounded: up to `batchSize` items (default 60) go in one call. More items are consolidated batch by batch,
- * then the batches' failures are merged by further calls over at most `batchSize` failures each, round
- * after round, until one call holds them all (or a round merges nothing, or after `maxMergeRounds`).
+ * then the batches' failures (short: a title, a description, a count) are merged by one more call. Should
+ * there be more than `mergeBatchSize` of them (default 200), the merge works in rounds over chunks of that
+ * size until one call holds them all, a round merges nothing, or `maxMergeRounds` (default 4) are done.
  */
 import type { Models } from "../../models/hub.js";
 import type { FailureDimension, FailureItem } from "./failures.js";
@@ -49,8 +50,10 @@ export interface UniqueFailure {
 }
 
 export interface ConsolidationOptions extends JudgeCallOptions {
-  /** Most items (or failures, when merging) in one call (default 60). */
+  /** Most items in one consolidation call (default 60). */
   batchSize?: number;
+  /** Most failures in one merge call (default 200). */
+  mergeBatchSize?: number;
   /** Most merge rounds after batching (default 4). */
   maxMergeRounds?: number;
   /** Batch calls in flight at once (default 4). */
@@ -112,7 +115,10 @@ export async function consolidateFailures(
   let drafts = (
     await mapLimit(batches, options.concurrency ?? 4, (batch) => groupItems(models, items, batch, options))
   ).flat();
-  if (batches.length > 1) drafts = await mergeRounds(models, drafts, batchSize, options);
+  if (batches.length > 1) {
+    const mergeBatchSize = Math.max(2, Math.floor(options.mergeBatchSize ?? 200));
+    drafts = await mergeRounds(models, drafts, mergeBatchSize, options);
+  }
   return drafts.map((draft, index) => ({
     id: `F${index + 1}`,
     type: draft.type,
@@ -188,19 +194,19 @@ async function groupItems(
   }));
 }
 
-/** Merges drafts whose root cause is the same, in rounds of calls over at most `batchSize` drafts. */
+/** Merges drafts whose root cause is the same, in rounds of calls over at most `chunkSize` drafts. */
 async function mergeRounds(
   models: Models,
   drafts: Draft[],
-  batchSize: number,
+  chunkSize: number,
   options: ConsolidationOptions,
 ): Promise<Draft[]> {
   const maxRounds = Math.max(1, Math.floor(options.maxMergeRounds ?? 4));
   let current = drafts;
   for (let round = 0; round < maxRounds && current.length > 1; round++) {
     const chunks: Draft[][] = [];
-    for (let start = 0; start < current.length; start += batchSize)
-      chunks.push(current.slice(start, start + batchSize));
+    for (let start = 0; start < current.length; start += chunkSize)
+      chunks.push(current.slice(start, start + chunkSize));
     const merged = (
       await mapLimit(chunks, options.concurrency ?? 4, (chunk) =>
         chunk.length > 1 ? mergeDrafts(models, chunk, options) : Promise.resolve(chunk),
