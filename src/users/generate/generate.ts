@@ -57,6 +57,11 @@ export interface GenerateScenariosOptions {
   maxRegenerations?: number;
   /** Sampling temperature of the writer (default 0.8). */
   temperature?: number;
+  /**
+   * Called once every slot is planned and before the first model call, with the ids the run will write
+   * (a slot may still be skipped); a throw here stops the run without any model call.
+   */
+  onPlan?: (ids: readonly string[]) => void | Promise<void>;
   /** Called as scenarios are finished or skipped. */
   onProgress?: (event: GenerationProgress) => void;
 }
@@ -129,6 +134,7 @@ export async function generateScenarios(
   await models.backend(model);
 
   const plans = planScenarios(documents, slugs, settings, warnings);
+  await options.onPlan?.(plans.map((plan) => plan.id));
   const skipped: GenerationResult["skipped"] = [];
   const total = settings.count;
   let done = 0;
