@@ -247,6 +247,31 @@ describe("judgeFailures", () => {
   });
 });
 
+describe("judge prompts", () => {
+  it("are the same on every run, so a cached model answers them the same", async () => {
+    const { models, server } = await setup(() => json(allScores(4)));
+    const input = { scenario: scenario(), turns: transcript() };
+    await judgeFailures(models, input, { seed: 1 });
+    await judgeFailures(models, input, { seed: 1 });
+    const bodies = server.requests.map((r) => JSON.stringify(r.body.messages)).sort();
+    expect(bodies[0]).toBe(bodies[1]);
+    expect(bodies[2]).toBe(bodies[3]);
+  });
+
+  it("keep the message an answer replies to when a long conversation is cut", async () => {
+    const { models, server } = await setup(() => json(allScores(4)));
+    const long = Array.from({ length: 30 }, (_, i) =>
+      turn(i + 1, `question ${i + 1} ${"q".repeat(3_000)}`, "a".repeat(3_000)),
+    );
+    await judgeFailures(models, { scenario: scenario(), turns: long }, { concurrency: 1 });
+    const last = dataOf(server.requests.at(-1)?.body);
+    expect(last.omitted_earlier_messages).toBeGreaterThan(0);
+    expect(last.conversation.at(-1)).toMatchObject({ role: "user", turn: 30 });
+    expect(last.judged_response.turn).toBe(30);
+    expect(JSON.stringify(last.conversation).length).toBeLessThan(45_000);
+  });
+});
+
 const item = (turn: number, dimension: FailureItem["dimension"], score = 1, runId = "r1"): FailureItem => ({
   runId,
   scenarioId: "refund-1",

@@ -4,6 +4,10 @@
  * cause into unique failures, each typed with the paper's taxonomy (table 4), titled, described, given a
  * severity and the items it covers. The count of unique failures is the failure-identification metric.
  *
+ * Each item reaches the model with its dimension, score and justification and the user message and agent
+ * answer it is about (written once per answer), not the whole conversation: the justifications already
+ * say what went wrong, and this keeps a call's size proportional to the items.
+ *
  * The model answers with item indexes; they are checked here: an index that is not an item, or an item
  * already claimed by an earlier failure, is dropped; a failure left with no item is dropped; an item no
  * failure claims becomes a failure of its own. So every item belongs to exactly one failure.

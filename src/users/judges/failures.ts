@@ -95,9 +95,9 @@ export async function judgeFailures(
     const earlier = transcriptView(turns.slice(0, index), { agentToolCalls: true });
     const userMessage: MessageView[] = turn.user.trim() ? [userMessageView(turn)] : [];
     const response = agentMessageView(turn, { agentToolCalls: true }) as MessageView;
-    const { messages, omitted_earlier_messages } = boundConversation([...earlier, ...userMessage, response]);
-    // The judged answer is the last message; it is shown apart so the conversation is context only.
-    messages.pop();
+    // The judged answer is shown apart (the conversation is context); the budget keeps the latest messages,
+    // so the user message it answers is always there.
+    const { messages, omitted_earlier_messages } = boundConversation([...earlier, ...userMessage]);
     const data = {
       user_goal: clip(scenario.goal, JUDGE_LIMITS.scenarioFieldChars),
       ...(scenario.agentContext

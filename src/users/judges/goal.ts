@@ -73,7 +73,8 @@ export async function judgeGoal(
     checklist = await writer.write(checklistTask(scenario), [], options.scope);
     checklistSource = "generated";
   }
-  const calls = input.agentToolCalls.slice(-GOAL_MAX_CALLS).map((call) => ({
+  const omittedCalls = Math.max(0, input.agentToolCalls.length - GOAL_MAX_CALLS);
+  const calls = input.agentToolCalls.slice(omittedCalls).map((call) => ({
     name: call.tool,
     arguments: clipValue(call.arguments, JUDGE_LIMITS.toolValueChars),
     status: call.status,
@@ -86,7 +87,9 @@ export async function judgeGoal(
       checklist,
       state: clipValue(input.finalState ?? null, JUDGE_LIMITS.stateChars),
       calls,
-      agentMessage: transcriptText(input.turns),
+      agentMessage: omittedCalls
+        ? `[the agent's first ${omittedCalls} tool calls are not shown]\n${transcriptText(input.turns)}`
+        : transcriptText(input.turns),
     },
     { role: options.judgeRole ?? "judge", ...(options.scope ? { scope: options.scope } : {}) },
   );
