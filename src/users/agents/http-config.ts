@@ -113,6 +113,21 @@ export function parseHttpConfig(document: unknown, file?: string): HttpAgentConf
         formatPointer(path),
         `${label}unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`,
       );
+    const parent = path.slice(0, -1);
+    const holder = valueAt(document, parent);
+    const last = path[path.length - 1];
+    if (
+      issue.code === "invalid_type" &&
+      last !== undefined &&
+      holder !== null &&
+      typeof holder === "object" &&
+      !Array.isArray(holder) &&
+      !Object.hasOwn(holder, String(last))
+    )
+      fail(
+        formatPointer(parent),
+        `${parent.length ? `${parent.join(".")}: ` : ""}missing required key "${String(last)}"`,
+      );
     fail(formatPointer(path), `${label}${issue.message}`);
   }
   const config = (parsed as { data: HttpAgentConfig }).data;
@@ -249,6 +264,16 @@ export function readPath(document: unknown, tokens: readonly string[]): unknown 
       if (!Object.hasOwn(current, token)) return undefined;
       current = (current as Record<string, unknown>)[token];
     } else return undefined;
+  }
+  return current;
+}
+
+function valueAt(root: unknown, path: ReadonlyArray<string | number>): unknown {
+  let current = root;
+  for (const token of path) {
+    if (current === null || typeof current !== "object" || !Object.hasOwn(current, String(token)))
+      return undefined;
+    current = (current as Record<string, unknown>)[String(token)];
   }
   return current;
 }

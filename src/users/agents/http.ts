@@ -198,7 +198,7 @@ class HttpSession implements AgentSession {
     const message = readPath(document, this.messagePath);
     if (typeof message !== "string")
       throw agentError(
-        `the agent's response has ${message === undefined ? "nothing" : `a ${Array.isArray(message) ? "list" : message === null ? "null" : typeof message}`} at response.message "${config.response.message}" (expected the reply text): ${snippet(text)}`,
+        `the agent's response has ${describeValue(message)} at response.message "${config.response.message}" (expected the reply text): ${snippet(text)}`,
       );
     const reply = capText(message);
     const toolCalls = this.terrarium
@@ -268,4 +268,11 @@ function reportedUsage(value: unknown): TokenCount | undefined {
     inputTokens: number("input_tokens", "inputTokens", "prompt_tokens"),
     outputTokens: number("output_tokens", "outputTokens", "completion_tokens"),
   };
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }

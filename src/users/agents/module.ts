@@ -86,7 +86,7 @@ export async function loadModuleAgent(
     const holder = exported as { respond: ModuleAgentFunction };
     return (input) => holder.respond(input);
   }
-  const names = Object.keys(module).join(", ") || "none";
+  const names = Object.keys(module).sort().join(", ") || "none";
   throw new TerrariumError(
     "INVALID_INPUT",
     exported === undefined
