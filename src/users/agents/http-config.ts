@@ -113,6 +113,8 @@ export function parseHttpConfig(document: unknown, file?: string): HttpAgentConf
         formatPointer(path),
         `${label}unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`,
       );
+    if (issue.code === "invalid_key")
+      fail(formatPointer(path), `${label}"${String(path.at(-1))}" is not a valid HTTP header name`);
     const parent = path.slice(0, -1);
     const holder = valueAt(document, parent);
     const last = path[path.length - 1];
