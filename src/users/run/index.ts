@@ -29,3 +29,4 @@ export {
   transcriptPath,
   USERS_RUN_SCHEMA_VERSION,
 } from "./transcript.js";
+export { modelJudges } from "./model-judges.js";
