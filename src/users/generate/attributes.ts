@@ -95,7 +95,8 @@ export function parseAttributeCategories(document: unknown, file?: string): Attr
     if (name === "__proto__" || !CategoryName.test(name)) {
       fail(at, `category "${name}": names are 1-64 letters, digits, '_', '-' or ' ', starting with a letter`);
     }
-    const parsed = CategorySchema.safeParse(raw);
+    // A list is checked as values, anything else as {values, weights}: errors then point at the element.
+    const parsed = (Array.isArray(raw) ? ValuesSchema : CategorySchema).safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0] as z.core.$ZodIssue;
       const path = issue.path.map((token) => (typeof token === "symbol" ? String(token) : token));
