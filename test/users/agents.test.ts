@@ -196,6 +196,11 @@ describe("createAgentTarget refuses bad input before any model call", () => {
       ["response:\n  message: reply\nterrariumServer: ftp://x\n", "/terrariumServer", "http(s) URL"],
       ["response:\n  message: reply\nheaders:\n  'bad header': x\n", "/headers/bad header", "header name"],
       ["- 1\n", "", "must be an object"],
+      [
+        "response:\n  message: m\nterrariumServer: http://127.0.0.1:9\nbody: { text: '{{message}}' }\n",
+        "/terrariumServer",
+        "the session id reaches the agent nowhere",
+      ],
     ];
     for (const [text, pointer, message] of cases) {
       const file = join(dir, "agent.yaml");
@@ -571,6 +576,24 @@ describe("http target", () => {
     expect(((await session.finalState()) as any).users.noah_brown_6181.email).toBe(EMAIL);
     const another = await agent.open(context("run-2"));
     expect(another.sessionId).not.toBe(session.sessionId);
+  });
+
+  it("refuses a response body over 5 MB and stops when the run is cancelled", async () => {
+    const agentHttp = await httpAgent(async () => ({
+      body: JSON.stringify({ reply: "x".repeat(6 * 1024 * 1024) }),
+    }));
+    const agent = await target(`http:${agentHttp.url}`, {
+      models: modelsFor(await scripted()),
+      httpConfig: { response: { message: "reply" } },
+    });
+    const session = await agent.open(context("run-1"));
+    const big = await failure(session.send("a"));
+    expect(big.code).toBe("AGENT_ERROR");
+    expect(big.message).toContain("over the 5242880-byte limit");
+    const controller = new AbortController();
+    controller.abort();
+    const cancelled = await agent.open({ ...context("run-2"), signal: controller.signal });
+    expect((await failure(cancelled.send("b"))).message).toContain("the run was cancelled");
   });
 
   it("refuses a terrariumServer that cannot be reached, at creation", async () => {

@@ -147,6 +147,11 @@ export function parseHttpConfig(document: unknown, file?: string): HttpAgentConf
   if (config.terrariumToken !== undefined)
     checkPlaceholders(config.terrariumToken, "/terrariumToken", "token", fail);
   if (config.body !== undefined) checkBody(config.body, ["body"], 0, fail);
+  if (config.terrariumServer !== undefined && !passesSessionId(config))
+    fail(
+      "/terrariumServer",
+      "terrariumServer is set, but the session id reaches the agent nowhere: add sessionHeader, or {{session_id}} to the body or a header, so the agent calls its tools in that session",
+    );
   return config;
 }
 
@@ -278,4 +283,13 @@ function valueAt(root: unknown, path: ReadonlyArray<string | number>): unknown {
     current = (current as Record<string, unknown>)[String(token)];
   }
   return current;
+}
+
+/** Whether the agent is told the session id (a header, or {{session_id}} in a header value or the body). */
+function passesSessionId(config: HttpAgentConfig): boolean {
+  if (config.sessionHeader) return true;
+  const mentions = (text: string) => /\{\{\s*session_id\s*\}\}/.test(text);
+  if (Object.values(config.headers ?? {}).some(mentions)) return true;
+  if (config.body === undefined) return true; // the default body carries session_id
+  return mentions(JSON.stringify(config.body));
 }
