@@ -1,3 +1,18 @@
+/**
+ * The agent under test in `terrarium users run`, behind one `AgentTarget` interface (`--agent <spec>`):
+ * - `planner:<provider:model>` with `--agent-tools`: terrarium's planner as a chat agent; its tools run
+ *   on an engine built like `serve` (an environment's code, or tool files simulated), one engine session
+ *   per run; the reply's tool calls are that session's history entries added during the reply.
+ * - `openai-compatible:<baseURL>#<model>`: a chat-completions endpoint (bearer from
+ *   TERRARIUM_AGENT_API_KEY); with `--agent-tools` its tool calls are simulated by terrarium the same way.
+ * - `http:<url>` with `--http-config`: any HTTP agent, the request shaped by a body template and the
+ *   reply read at a path; with `terrariumServer` the tools are on a terrarium server and the calls and
+ *   final state come from its session.
+ * - `module:<path>[#<export>]`: a function (or an object with `respond`) in this process; `.js`, `.mjs`
+ *   and `.cjs` load with Node's import, `.ts` and `.mts` through tsx.
+ * Bad input is refused by `createAgentTarget` before any model call; a target that fails mid-run throws
+ * a TerrariumError with code AGENT_ERROR from `send`.
+ */
 export { createAgentTarget } from "./create.js";
 export { HttpTarget, TerrariumServerClient } from "./http.js";
 export {
