@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
@@ -209,7 +209,18 @@ describe("terrarium users generate", () => {
     ]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--attributes/);
+    const file = join(dir, "a-file");
+    writeFileSync(file, "x");
+    const notFolder = await run([...base(config, file), "--count", "1"]);
+    expect(notFolder.code).toBe(2);
+    expect(notFolder.stderr).toMatch(/not a folder/);
+    // A knowledge file with other text is kept: refused before any model call.
+    mkdirSync(join(out, "knowledge"), { recursive: true });
+    writeFileSync(join(out, "knowledge", "billing.md"), "someone else's notes\n");
+    const conflict = await run([...base(config, out), "--count", "3"]);
+    expect(conflict.code).toBe(2);
+    expect(conflict.stderr).toMatch(/billing\.md.*INVALID_INPUT/);
     expect(server?.requests).toHaveLength(0);
-    expect(existsSync(out)).toBe(false);
+    expect(readdirSync(out)).toEqual(["knowledge"]);
   });
 });

@@ -58,10 +58,10 @@ export interface GenerateScenariosOptions {
   /** Sampling temperature of the writer (default 0.8). */
   temperature?: number;
   /**
-   * Called once every slot is planned and before the first model call, with the ids the run will write
-   * (a slot may still be skipped); a throw here stops the run without any model call.
+   * Called once every slot is planned and before the first model call, with what the run will write (a
+   * slot may still be skipped later); a throw here stops the run without any model call.
    */
-  onPlan?: (ids: readonly string[]) => void | Promise<void>;
+  onPlan?: (planned: readonly PlannedScenario[]) => void | Promise<void>;
   /** Called as scenarios are finished or skipped. */
   onProgress?: (event: GenerationProgress) => void;
 }
@@ -71,6 +71,16 @@ export type GenerationProgress =
   | { kind: "written"; id: string; done: number; total: number }
   | { kind: "regenerating"; id: string; attempt: number; similarTo: string }
   | { kind: "skipped"; id: string; reason: string; done: number; total: number };
+
+/** A slot as planned from the seed, before the model writes it. */
+export interface PlannedScenario {
+  id: string;
+  slot: number;
+  strategy: ScenarioStrategy;
+  document: KnowledgeDocument;
+  documentSlug: string;
+  attributes: Record<string, AttributeValue>;
+}
 
 /** One generated scenario with where it came from. */
 export interface GeneratedScenario {
@@ -134,7 +144,16 @@ export async function generateScenarios(
   await models.backend(model);
 
   const plans = planScenarios(documents, slugs, settings, warnings);
-  await options.onPlan?.(plans.map((plan) => plan.id));
+  await options.onPlan?.(
+    plans.map((plan) => ({
+      id: plan.id,
+      slot: plan.slot,
+      strategy: plan.strategy,
+      document: documents[plan.documentIndex] as KnowledgeDocument,
+      documentSlug: slugs[plan.documentIndex] as string,
+      attributes: { ...plan.attributes },
+    })),
+  );
   const skipped: GenerationResult["skipped"] = [];
   const total = settings.count;
   let done = 0;
@@ -217,11 +236,11 @@ export async function generateScenarios(
         attempt: regenerations,
         similarTo: similar.id,
       });
-      const avoid = accepted
+      // The goal it came too close to, the rejected draft, and the latest goals on the same document.
+      const sameDocument = accepted
         .filter((other) => other.document === documents[plan.documentIndex])
-        .map((other) => other.scenario.goal)
-        .concat(goal)
-        .slice(-12);
+        .map((other) => other.scenario.goal);
+      const avoid = [...new Set([similar.scenario.goal, goal, ...sameDocument.slice(-10).reverse()])];
       try {
         draft = await write(plan, avoid, regenerations);
       } catch (error) {

@@ -18,6 +18,7 @@ export {
   type GenerationStrategy,
   generateScenarios,
   MAX_GENERATED_SCENARIOS,
+  type PlannedScenario,
   readDocuments,
 } from "./generate.js";
 export {
@@ -30,7 +31,10 @@ export {
 } from "./prompt.js";
 export { goalSimilarity, goalTokens } from "./similarity.js";
 export {
+  existingScenarioFiles,
   KNOWLEDGE_FOLDER,
+  refuseExisting,
+  type ScenarioFileTarget,
   type WriteScenariosOptions,
   type WrittenScenarios,
   writeScenarios,

@@ -1,16 +1,18 @@
 import { existsSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { relative, resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { formatCost } from "../../../models/usage.js";
 import {
+  existingScenarioFiles,
   GENERATION_STRATEGIES,
   type GenerationStrategy,
   generateScenarios,
   loadAttributeCategories,
   MAX_GENERATED_SCENARIOS,
+  refuseExisting,
   writeScenarios,
 } from "../../../users/generate/index.js";
 import { SCENARIO_LIMITS } from "../../../users/scenario/schema.js";
@@ -111,7 +113,7 @@ export function registerUsersGenerateCommand(
       });
       const out = resolve(options.out);
       try {
-        const progress = new Progress(io.stderr, options.count, "scenarios drafted");
+        let progress: Progress | undefined;
         const result = await generateScenarios(models, {
           documents: [options.docs],
           attributes,
@@ -122,27 +124,22 @@ export function registerUsersGenerateCommand(
           role: ROLE,
           concurrency: options.concurrency,
           ...(options.agentContext ? { agentContext: options.agentContext } : {}),
-          onPlan: (ids) => {
-            if (options.force) return;
-            const taken = ids.map((id) => join(out, `${id}.yaml`)).filter((file) => existsSync(file));
-            if (taken.length > 0) {
-              throw new TerrariumError(
-                "INVALID_INPUT",
-                `${taken.length} scenario file${taken.length === 1 ? "" : "s"} of this run already exist${taken.length === 1 ? "s" : ""} (pass --force to replace)`,
-                { where: { file: taken[0] } },
-              );
-            }
-            io.stderr.write(`generating ${ids.length} scenarios with ${models.modelFor(ROLE)}…\n`);
+          onPlan: (planned) => {
+            // Files this run would replace are refused now, before the first model call.
+            const taken = existingScenarioFiles(planned, out);
+            if (!options.force) refuseExisting(taken);
+            io.stderr.write(`generating ${planned.length} scenarios with ${models.modelFor(ROLE)}…\n`);
+            progress = new Progress(io.stderr, planned.length, "scenarios drafted");
           },
           onProgress: (event) => {
-            if (event.kind === "drafted") progress.tick();
+            if (event.kind === "drafted") progress?.tick();
             else if (event.kind === "regenerating")
               io.stderr.write(
                 `${event.id}: goal too close to ${event.similarTo}'s, regenerating (${event.attempt})\n`,
               );
           },
         });
-        progress.done();
+        progress?.done();
         for (const warning of result.warnings) io.stderr.write(`warning: ${warning}\n`);
         const written = writeScenarios(result.scenarios, out, {
           force: options.force === true,
