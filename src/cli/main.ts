@@ -10,6 +10,7 @@ import { registerMcpCommand } from "./commands/mcp.js";
 import { registerModelsCommands } from "./commands/models.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerToolsCommands } from "./commands/tools.js";
+import { registerUsersCommands } from "./commands/users/index.js";
 import { registerValidateCommand } from "./commands/validate.js";
 import { type CliIo, processIo } from "./io.js";
 
@@ -42,6 +43,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   registerBenchCommands(program, io);
   registerGatsCommand(program, io, setExitCode);
   registerEnvsimCommands(program, io);
+  registerUsersCommands(program, io, setExitCode);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

@@ -29,6 +29,8 @@ export type ErrorCode =
   | "MODEL_BUDGET_EXCEEDED"
   | "MODEL_NO_ROLE"
   | "UNKNOWN_SESSION"
+  /** The agent under test failed (user simulation). */
+  | "AGENT_ERROR"
   | "INTERNAL";
 
 export interface ErrorLocation {

@@ -14,7 +14,7 @@ export const DEFAULT_TIMEOUT_MS = 60_000;
 export const DEFAULT_MAX_TOOL_STEPS = 12;
 
 /** The code of every failure of the agent under test (the caller records it and ends the run). */
-export const AGENT_ERROR = "AGENT_ERROR" as string as ErrorCode;
+export const AGENT_ERROR: ErrorCode = "AGENT_ERROR";
 
 export function agentError(message: string, cause?: unknown): TerrariumError {
   return new TerrariumError(AGENT_ERROR, message, cause === undefined ? {} : { cause });

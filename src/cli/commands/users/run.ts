@@ -1,0 +1,150 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { loadConfig } from "../../../models/config.js";
+import { Models } from "../../../models/hub.js";
+import { createAgentTarget } from "../../../users/agents/index.js";
+import { checkThresholds, parseThresholds, type Threshold } from "../../../users/metrics/index.js";
+import { renderUsersReport } from "../../../users/report/index.js";
+import { modelJudges, readTranscripts, runUsers, type UsersSummary } from "../../../users/run/index.js";
+import { loadScenarios } from "../../../users/scenario/index.js";
+import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
+import { printTableRow } from "./shared.js";
+
+/** The judge roles `--judge-model` sets (each falls back to roles.default otherwise). */
+export const JUDGE_ROLES = ["realism", "failures", "consolidation", "checklist", "judge"] as const;
+
+interface UsersRunCliOptions {
+  scenarios: string;
+  agent: string;
+  agentTools?: string[];
+  httpConfig?: string;
+  runs: number;
+  concurrency: number;
+  seed: string;
+  out: string;
+  resume?: boolean;
+  failUnder?: string;
+  judges: boolean;
+  userModel?: string;
+  judgeModel?: string;
+  json?: boolean;
+}
+
+export function registerUsersRunCommand(
+  users: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+): void {
+  users
+    .command("run")
+    .description(
+      "simulate users talking to an agent; write transcripts, every VISTA metric and an HTML report",
+    )
+    .requiredOption("--scenarios <path>", "a scenario file or a folder of them (.yaml, .yml, .json)")
+    .requiredOption(
+      "--agent <target>",
+      "planner:<provider:model> | openai-compatible:<baseURL>#<model> | http:<url> | module:<file>#<export>",
+    )
+    .option(
+      "--agent-tools <source>",
+      "the agent's tools, simulated or run by terrarium: an environment (tau2-retail) or tool files (repeatable)",
+      collect,
+    )
+    .option("--http-config <file>", "for http: targets: request template, response paths, session header")
+    .option(
+      "--runs <k>",
+      "conversations per scenario (mean ± std and pass^k over them)",
+      parsePositiveInteger,
+      1,
+    )
+    .option("--concurrency <n>", "conversations at once", parsePositiveInteger, 2)
+    .option("--seed <seed>", "seed of every run (run k of scenario s uses <seed>/<s>/<k>)", "0")
+    .requiredOption(
+      "--out <dir>",
+      "run folder: run.json, transcripts/, failures.json, summary.json, report.html",
+    )
+    .option("--resume", "keep the finished runs in --out and play the missing ones")
+    .option(
+      "--fail-under <thresholds>",
+      "exit 1 when a metric is under its threshold, e.g. tde=0.5,realism.goal=95",
+    )
+    .option("--no-judges", "skip the judges (realism, failures, goal success): no judge model calls")
+    .option("--user-model <model>", "the simulated user's model (default: roles.user, else roles.default)")
+    .option("--judge-model <model>", "the judges' model (default: roles.judge etc., else roles.default)")
+    .option("--json", "print summary.json to stdout instead of the table")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  terrarium users run --scenarios examples/users/scenarios --agent planner:openai:gpt-4.1-mini --agent-tools tau2-retail --runs 2 --out runs/retail
+  terrarium users run --scenarios examples/users/scenarios --agent openai-compatible:http://127.0.0.1:8000/v1#my-agent --agent-tools tau2-retail --out runs/mine --fail-under tde=0.3,realism.goal=90
+  terrarium users run --scenarios examples/users/scenarios --agent module:./agent.mjs#reply --no-judges --out runs/quick
+`,
+    )
+    .action(async (options: UsersRunCliOptions, command: Command) => {
+      // Everything that can be refused is checked before the first model call.
+      const thresholds: Threshold[] = options.failUnder ? parseThresholds(options.failUnder) : [];
+      const scenarios = loadScenarios(options.scenarios);
+      const configPath = command.optsWithGlobals().config as string | undefined;
+      const { config } = loadConfig(configPath ? { path: configPath } : {});
+      const roles = { ...config.roles };
+      if (options.userModel) roles.user = options.userModel;
+      if (options.judgeModel) for (const role of JUDGE_ROLES) roles[role] = options.judgeModel;
+      const models = new Models({ config: { ...config, roles } });
+      try {
+        await models.backend(models.modelFor("user"));
+        if (options.judges) for (const role of JUDGE_ROLES) await models.backend(models.modelFor(role));
+        const agent = await createAgentTarget(options.agent, {
+          models,
+          ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+          ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
+          seed: options.seed,
+        });
+        try {
+          const progress = new Progress(io.stderr, scenarios.length * options.runs, "runs");
+          const { summary, kept } = await runUsers({
+            scenarios,
+            agent,
+            ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+            models,
+            outDir: options.out,
+            runs: options.runs,
+            concurrency: options.concurrency,
+            seed: options.seed,
+            resume: options.resume === true,
+            ...(options.judges ? { judges: modelJudges(models) } : {}),
+            onRun: ({ run }) =>
+              progress.tick(`${run.runId}: ${run.end?.endReason ?? "?"} after ${run.turns.length} turns`),
+            onPhase: (phase) => {
+              if (phase === "consolidating") io.stderr.write("consolidating the agent's failures…\n");
+            },
+          });
+          progress.done();
+          if (kept > 0) io.stderr.write(`kept ${kept} finished run(s) from ${options.out}\n`);
+          const checked: UsersSummary = thresholds.length
+            ? { ...summary, thresholds: checkThresholds(summary.metrics, thresholds) }
+            : summary;
+          writeFileSync(join(options.out, "summary.json"), `${JSON.stringify(checked, null, 2)}\n`);
+          writeFileSync(
+            join(options.out, "report.html"),
+            renderUsersReport(checked, readTranscripts(options.out)),
+          );
+          if (options.json) io.stdout.write(`${JSON.stringify(checked, null, 2)}\n`);
+          else printTableRow(io, checked, options.out);
+          io.stderr.write(
+            `usage: ${models.ledger.totals.calls} model calls, ${models.ledger.totals.inputTokens} in / ${models.ledger.totals.outputTokens} out tokens\n`,
+          );
+          if (checked.thresholds && !checked.thresholds.passed) {
+            for (const failure of checked.thresholds.failures)
+              io.stderr.write(`--fail-under: ${failure.reason}\n`);
+            setExitCode(1);
+          }
+        } finally {
+          await agent.close();
+        }
+      } finally {
+        await models.close();
+      }
+    });
+}
