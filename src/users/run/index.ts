@@ -2,6 +2,8 @@
  * `users run` as a library: conversations between simulated users and the agent under test, one
  * transcript per run, judges, consolidation into unique failures, and `summary.json` with every metric.
  */
+
+export { modelJudges } from "./model-judges.js";
 export {
   type FlaggedTurn,
   flaggedTurns,
@@ -29,4 +31,3 @@ export {
   transcriptPath,
   USERS_RUN_SCHEMA_VERSION,
 } from "./transcript.js";
-export { modelJudges } from "./model-judges.js";
