@@ -201,7 +201,7 @@ describe("generateScenarios", () => {
     expect(regenerationPrompt).toContain("You want to know how long a refund takes for your order.");
   });
 
-  it("skips a scenario whose model answer stays invalid, and keeps the others", async () => {
+  it("skips a scenario whose answer stays invalid or whose call fails, and keeps the others", async () => {
     let calls = 0;
     server = await startScriptedLlmServer([], {
       respond: (body) => {
@@ -210,12 +210,16 @@ describe("generateScenarios", () => {
         if (prompt.includes("refunds.md") && !prompt.includes("shipping.md")) {
           return { reply: { content: JSON.stringify({ goal: "Refund please" }) } };
         }
+        if (prompt.includes('source="accounts.md"')) return { status: 500, error: { message: "boom" } };
         return draftFor(body);
       },
     });
     const result = await generateScenarios(modelsFor(server.baseURL), options({ count: 3 }));
-    expect(result.scenarios).toHaveLength(2);
-    expect(result.skipped[0]?.reason).toMatch(/unusable/);
+    expect(result.scenarios.map((s) => s.document.source)).toEqual(["shipping.md"]);
+    expect(result.skipped.map((s) => s.reason).sort()).toEqual([
+      expect.stringMatching(/no usable answer.*did not produce a valid answer/),
+      expect.stringMatching(/no usable answer/),
+    ]);
     expect(calls).toBeGreaterThan(3); // repair turns were tried first
   });
 

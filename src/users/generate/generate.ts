@@ -68,7 +68,7 @@ export interface GenerateScenariosOptions {
 
 export type GenerationProgress =
   | { kind: "drafted"; id: string; done: number; total: number }
-  | { kind: "written"; id: string; done: number; total: number }
+  | { kind: "accepted"; id: string; done: number; total: number }
   | { kind: "regenerating"; id: string; attempt: number; similarTo: string }
   | { kind: "skipped"; id: string; reason: string; done: number; total: number };
 
@@ -155,7 +155,7 @@ export async function generateScenarios(
     })),
   );
   const skipped: GenerationResult["skipped"] = [];
-  const total = settings.count;
+  const total = plans.length;
   let done = 0;
 
   const write = async (plan: Plan, avoid: string[], attempt: number): Promise<ScenarioDraft> => {
@@ -209,7 +209,7 @@ export async function generateScenarios(
     let reason = "";
     for (;;) {
       if ("error" in draft) {
-        reason = `the model's answer was unusable: ${draft.error}`;
+        reason = `no usable answer from the model: ${draft.error}`;
         break;
       }
       const goal = draft.goal;
@@ -254,7 +254,7 @@ export async function generateScenarios(
     }
     accepted.push(built);
     done += 1;
-    options.onProgress?.({ kind: "written", id: built.id, done, total });
+    options.onProgress?.({ kind: "accepted", id: built.id, done, total });
   }
   return { scenarios: accepted, skipped, warnings };
 }
@@ -514,9 +514,17 @@ function shortTitle(source: string): string {
   return name.length > 200 ? `${name.slice(0, 197)}…` : name;
 }
 
-/** Errors that cost one scenario (the model's answer), not the run (no key, budget, network). */
+/**
+ * Errors that cost one scenario (an answer still invalid after repairs, a call that failed after its
+ * retries), not the run (no model, an unknown provider, a missing key, the budget).
+ */
 function isDraftFailure(error: unknown): boolean {
-  return error instanceof TerrariumError && error.code === "MODEL_OUTPUT_INVALID";
+  return (
+    error instanceof TerrariumError &&
+    (error.code === "MODEL_OUTPUT_INVALID" ||
+      error.code === "MODEL_CALL_FAILED" ||
+      error.code === "MODEL_TIMEOUT")
+  );
 }
 
 async function eachLimited<T>(
