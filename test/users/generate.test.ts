@@ -108,6 +108,10 @@ describe("generateScenarios", () => {
     const seeds = server.requests.map((r) => r.body.seed);
     expect(seeds.slice(0, 6).sort()).toEqual(seeds.slice(6).sort());
 
+    // A smaller count is a prefix of a larger one.
+    const prefix = await generateScenarios(modelsFor(server.baseURL), options({ count: 4 }));
+    expect(summary(prefix)).toEqual(summary(a).slice(0, 4));
+
     const c = await generateScenarios(modelsFor(server.baseURL), options({ seed: "s2" }));
     const sample = (r: typeof a) => r.scenarios.map((s) => [s.document.source, s.strategy, s.attributes]);
     expect(sample(c)).not.toEqual(sample(a));

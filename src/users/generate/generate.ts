@@ -378,7 +378,10 @@ export function documentSlugs(documents: readonly KnowledgeDocument[]): string[]
   });
 }
 
-/** Every slot's document, strategy, attributes and passage, from the seed alone. */
+/**
+ * Every slot's document, strategy, attributes and passage, from the seed alone. Slot n depends only on the
+ * seed and slots before it, so a larger count extends a smaller one's scenarios (same ids, same sampling).
+ */
 function planScenarios(
   documents: readonly KnowledgeDocument[],
   slugs: readonly string[],
@@ -386,7 +389,6 @@ function planScenarios(
   warnings: string[],
 ): Plan[] {
   const root = createRandom(`users-generate\u0000${settings.seed}`);
-  const width = Math.max(3, String(settings.count).length);
   const used = new Map<number, Set<string>>();
   const space = sampleSpace(settings.categories);
   const plans: Plan[] = [];
@@ -399,7 +401,7 @@ function planScenarios(
         root.derive(`round/${round}`),
       );
     const documentIndex = order[slot % documents.length] as number;
-    const id = `gen-${slugs[documentIndex]}-${String(slot + 1).padStart(width, "0")}`;
+    const id = `gen-${slugs[documentIndex]}-${String(slot + 1).padStart(3, "0")}`;
     const taken = used.get(documentIndex) ?? new Set<string>();
     used.set(documentIndex, taken);
     if (taken.size >= space) {
