@@ -203,11 +203,7 @@ function table(headers: string[], body: string[][], alignLeft: number): string {
     const gap = " ".repeat((widths[c] ?? 0) - [...cell].length);
     return c < alignLeft ? cell + gap : gap + cell;
   };
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, c) => pad(cell, c))
-      .join("  ")
-      .trimEnd();
+  const line = (cells: string[]) => cells.map((cell, c) => pad(cell, c)).join("  ");
   return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
 
@@ -304,10 +300,10 @@ ${scenarios
 </tbody></table>`;
   const content = `<h1>Users runs compared</h1>
 <h2 id="table1">Table 1</h2>
-<table class="table1"><thead><tr><th rowspan="2">Run</th>${groups}</tr><tr>${heads}</tr></thead>
+<div class="scroll"><table class="table1"><thead><tr><th rowspan="2">Run</th>${groups}</tr><tr>${heads}</tr></thead>
 <tbody>
 ${body}
-</tbody></table>
+</tbody></table></div>
 <p class="muted">Bold: the better value of each column (higher is better, except Tokens and Actions per turn). n/a: not measured.</p>
 <h2 id="scenarios">Goal success per scenario</h2>
 ${scenarioTable}

@@ -111,7 +111,9 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem}
 th,td{border:1px solid var(--line);padding:.25rem .5rem;text-align:left;vertical-align:top}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 thead th{background:#f5f5f5}
-.best{font-weight:700}
+.best{font-weight:700;background:#fff6d5}
+.scroll{overflow-x:auto}
+th .muted{font-weight:400;font-size:.8rem;max-width:22rem;overflow-wrap:anywhere}
 .muted{color:var(--muted)}
 .pass{color:#1a7f37;font-weight:600}.fail{color:#c62828;font-weight:600}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:.5rem 0}

@@ -187,10 +187,10 @@ function metricsTable(summary: UsersSummary): string {
   const metrics = (summary?.metrics ?? {}) as Partial<UsersSummary["metrics"]>;
   const cost = (metrics.cost ?? {}) as Partial<UsersSummary["metrics"]["cost"]>;
   return `<h2 id="metrics">Metrics (Table 1)</h2>
-<table class="table1">
+<div class="scroll"><table class="table1">
 <thead><tr>${groups}</tr><tr>${heads}</tr></thead>
 <tbody><tr>${cells}</tr></tbody>
-</table>
+</table></div>
 <p class="muted">Coverage over the agent's tool calls; # Failures are unique agent failures after consolidation; realism is the percentage of user utterances judged consistent; cost is the simulated user's prompt + completion tokens and actions per user turn (${esc(fixed(cost.turns, 0))} turns, ${esc(fixed(cost.promptTokens, 0))} prompt and ${esc(fixed(cost.completionTokens, 0))} completion tokens). Success is the mean goal success over judged runs (runs ended by an error left out); pass^k the mean over scenarios. n/a: not measured (judges not run, or nothing judged).</p>`;
 }
 
@@ -201,7 +201,7 @@ function thresholds(summary: UsersSummary): string {
     .map(
       (result) =>
         `<tr><td>${esc(result?.metric)}</td><td class="num">${esc(result?.threshold)}</td><td class="num">${esc(
-          finite(result?.value) === null ? "n/a" : String(result?.value),
+          shortNumber(result?.value),
         )}</td><td>${result?.passed === true ? '<span class="pass">pass</span>' : '<span class="fail">fail</span>'}</td><td>${esc(result?.reason ?? "")}</td></tr>`,
     )
     .join("\n");
@@ -211,6 +211,12 @@ function thresholds(summary: UsersSummary): string {
 <tbody>
 ${rows}
 </tbody></table>`;
+}
+
+/** A number with at most 4 decimals, or `n/a`. */
+function shortNumber(value: unknown): string {
+  const number = finite(value);
+  return number === null ? "n/a" : String(Number(number.toFixed(4)));
 }
 
 function passList(value: unknown): string {
