@@ -514,6 +514,19 @@ describe("renderUsersReport", () => {
     expect(page).not.toContain('id="thresholds"');
   });
 
+  it("says so when a run of the summary has no transcript, and shows transcripts the summary lacks", () => {
+    const page = renderUsersReport(makeSummary(), [
+      ...runs.slice(1),
+      { ...(runs[0] as StoredRun), runId: "stray.9", scenarioId: "stray" },
+    ]);
+    expect(page).toContain(
+      `<details class="run" id="${runAnchor("return-blender.1")}"><summary>return-blender.1 — transcript not found</summary>`,
+    );
+    expect(page).toContain("transcripts/return-blender.1.jsonl is not in the folder.");
+    expect(page).toContain('<h2 id="other-transcripts">Transcripts not in the summary</h2>');
+    expect(page).toContain(`id="${runAnchor("stray.9")}"`);
+  });
+
   it("keeps the file bounded with long messages", () => {
     const huge = "y".repeat(200_000);
     const base = runs[0] as StoredRun;

@@ -361,6 +361,7 @@ function failureScores(scores: FailureScores | undefined, judged: boolean, limit
   if (!scores) return `<div class="side muted">Failure scores: ${judged ? "not scored" : "n/a"}</div>`;
   const flagged = new Set(arrayOf<string>(scores.flagged).map(String));
   const rows = entriesOf(scores.scores)
+    .slice(0, 20)
     .map(([dimension, raw]) => {
       const entry = (raw ?? {}) as { score?: unknown; justification?: unknown };
       const bad = flagged.has(dimension);
@@ -414,7 +415,9 @@ ${agentPart}
 function goalChecklist(run: StoredRun, limits: Limits): string {
   const goal = run.judgement?.goal;
   if (!goal) return `<p><strong>Goal:</strong> <span class="muted">n/a (not judged)</span></p>`;
-  const items = arrayOf<Record<string, unknown>>(goal.items)
+  const allItems = arrayOf<Record<string, unknown>>(goal.items);
+  const items = allItems
+    .slice(0, 100)
     .map((item) => {
       const state = String(item?.status ?? "");
       const mark =
@@ -427,7 +430,7 @@ function goalChecklist(run: StoredRun, limits: Limits): string {
     })
     .join("");
   return `<div><strong>Goal:</strong> ${outcome(goal.success)} · score ${esc(fixed(goal.score, 2))} · checklist from ${esc(goal.checklistSource ?? "n/a")}
-<table><thead><tr><th>Status</th><th>Checklist item</th><th>Reasoning</th></tr></thead><tbody>${items}</tbody></table></div>`;
+<table><thead><tr><th>Status</th><th>Checklist item</th><th>Reasoning</th></tr></thead><tbody>${items}</tbody></table>${allItems.length > 100 ? `<p class="muted">… (${allItems.length - 100} more items)</p>` : ""}</div>`;
 }
 
 function runDetails(run: StoredRun, row: RunRow | undefined, limits: Limits): string {
