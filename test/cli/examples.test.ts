@@ -552,7 +552,10 @@ function buildBfclPackage(pkg: string): void {
   symlinkSync(join(multiTurn, "backends"), join(pkg, "eval_checker", "multi_turn_eval", "func_source_code"));
 }
 
-/** Shell variables README's examples use, as the test's working directory provides them. */
+/**
+ * Shell variables the examples use, as the test provides them (`AGENT_URL`, an agent's chat-completions
+ * URL, is the scripted server once it runs: examples are parsed again inside each test).
+ */
 const EXAMPLE_VARIABLES: Record<string, string> = { BFCL: "bfcl-package" };
 
 /** A fresh working directory for one example, with what its command reads. */
@@ -572,6 +575,28 @@ async function prepare(args: string[]): Promise<string> {
     const calls = ENV_CALLS[args[2] as string];
     if (!calls) throw new Error(`no calls prepared for the environment ${args[2]}`);
     writeFileSync(join(cwd, "calls.jsonl"), jsonl(calls));
+  }
+  if (command === "users report" || command === "users compare") {
+    // A users run folder is what `users run` writes; made here with the offline rule-based agent.
+    for (const dir of args.slice(2).filter((arg) => !arg.startsWith("-") && !arg.endsWith(".html"))) {
+      const made = await inDirectory(cwd, () =>
+        cli([
+          "users",
+          "run",
+          "--scenarios",
+          "examples/users/scenarios",
+          "--agent",
+          "module:examples/users/rule-agent.mjs#reply",
+          "--user-model",
+          MODEL,
+          "--judge-model",
+          MODEL,
+          "--out",
+          dir,
+        ]),
+      );
+      if (made.code !== 0) throw new Error(`preparing ${dir} failed: ${made.stderr}`);
+    }
   }
   if (command === "envsim report") {
     // results/ is what `envsim eval` writes; made here with the exact code simulator.
@@ -595,6 +620,7 @@ async function inDirectory<T>(dir: string, run: () => Promise<T>): Promise<T> {
 
 beforeAll(async () => {
   server = await startScriptedLlmServer([], { respond });
+  EXAMPLE_VARIABLES.AGENT_URL = server.baseURL;
   base = mkdtempSync(join(tmpdir(), "terrarium-examples-"));
   seedDir = join(base, "seed");
   mkdirSync(seedDir);
@@ -708,6 +734,21 @@ function checkRun(args: string[], run: CliRun, cwd: string, redirect: string | u
       break;
     case "envsim eval":
       expect(existsSync(join(cwd, outFile ?? "", "summary.json"))).toBe(true);
+      break;
+    case "users run": {
+      const summary = JSON.parse(readFileSync(join(cwd, outFile ?? "", "summary.json"), "utf8"));
+      expect(summary).toMatchObject({ schemaVersion: 1, kind: "terrarium.users.summary" });
+      expect(summary.runs.total).toBeGreaterThan(0);
+      expect(readFileSync(join(cwd, outFile ?? "", "report.html"), "utf8")).toMatch(/<html/i);
+      expect(run.stdout).toMatch(/TDE/);
+      break;
+    }
+    case "users report":
+      expect(readFileSync(join(cwd, args[2] ?? "", "report.html"), "utf8")).toMatch(/<html/i);
+      expect(run.stdout).toMatch(/TDE/);
+      break;
+    case "users compare":
+      expect(run.stdout).toMatch(/TDE/);
       break;
   }
 }
@@ -859,7 +900,7 @@ describe("examples in --help and README.md", () => {
     testFor(example)(
       named(example),
       async () => {
-        const args = scaled(written);
+        const args = scaled(parseExample(example.line).args);
         const cwd = await prepare(args);
         const requestsBefore = server.requests.length;
         const run = await inDirectory(cwd, () => cli(args));

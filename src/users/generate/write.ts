@@ -143,7 +143,7 @@ function scenarioYaml(generated: GeneratedScenario, scenario: RawScenario, heade
   ];
   if (header) lines.push(...header.split(/\r?\n/).map((line) => `# ${oneLine(line)}`));
   // Keys in the order people read a scenario.
-  const ordered: Record<string, unknown> = {};
+  const ordered: Record<string, unknown> = { schemaVersion: SCENARIO_SCHEMA_VERSION };
   for (const key of [
     "id",
     "description",

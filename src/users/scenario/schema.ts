@@ -140,6 +140,12 @@ export const ExpectedSchema = z.strictObject({
 });
 
 export const RawScenarioSchema = z.strictObject({
+  /** The scenario format's version; optional in hand-written files, written by `users generate`. */
+  schemaVersion: z
+    .literal(SCENARIO_SCHEMA_VERSION, {
+      error: `schemaVersion must be ${SCENARIO_SCHEMA_VERSION} (the only version)`,
+    })
+    .optional(),
   id: ScenarioIdSchema,
   description: text("description").optional(),
   tags: z.array(shortText("tag")).max(64).optional(),

@@ -78,8 +78,12 @@ export function registerUsersRunCommand(
       `
 Examples:
   terrarium users run --scenarios examples/users/scenarios --agent planner:openai:gpt-4.1-mini --agent-tools tau2-retail --runs 2 --out runs/retail
-  terrarium users run --scenarios examples/users/scenarios --agent openai-compatible:http://127.0.0.1:8000/v1#my-agent --agent-tools tau2-retail --out runs/mine --fail-under tde=0.3,realism.goal=90
-  terrarium users run --scenarios examples/users/scenarios --agent module:./agent.mjs#reply --no-judges --out runs/quick
+  terrarium users run --scenarios examples/users/scenarios --agent openai-compatible:$AGENT_URL#my-agent --agent-tools tau2-retail --out runs/mine --fail-under realism.goal=90
+  terrarium users run --scenarios examples/users/scenarios --agent module:examples/users/rule-agent.mjs#reply --no-judges --concurrency 4 --out runs/quick
+
+$AGENT_URL is your agent's chat-completions base URL (e.g. http://127.0.0.1:8000/v1). Models: roles.user and
+the judge roles (realism, failures, consolidation, checklist, judge) of terrarium.config.yaml, each falling
+back to roles.default; --user-model and --judge-model override them.
 `,
     )
     .action(async (options: UsersRunCliOptions, command: Command) => {
