@@ -77,7 +77,7 @@ function echoAgent(fail?: number): UsersAgent & { opened: number } {
     spec: "module:echo",
     tools: ["get_order", "refund"],
     opened: 0,
-    async open() {
+    async open(_context?: unknown) {
       target.opened += 1;
       let count = 0;
       return {
@@ -114,7 +114,7 @@ async function conversation(
     toolbox: await new UserToolFactory().toolbox(s, "seed-1"),
     seed: "seed-1",
   });
-  const session = await agent.open();
+  const session = await agent.open({} as never);
   return { result: await simulateConversation({ scenario: s, user, agent: session }), backend };
 }
 
