@@ -12,6 +12,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   envsim: async () => (await import("./envsim.js")).benchEnvsim(),
   state: async () => (await import("./state.js")).benchState(),
   catalog: async () => (await import("./catalog.js")).benchCatalog(),
+  users: async () => (await import("./users.js")).benchUsers(),
 };
 
 async function main(): Promise<void> {

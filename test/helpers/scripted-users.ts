@@ -64,6 +64,8 @@ function chatAgent(last: any): ScriptStep {
 
 function judge(schema: string | undefined, messages: any[], flagHelpfulness: boolean): ScriptStep {
   if (schema?.startsWith("realism_")) return json({ consistent: true, reason: "in character" });
+  // The agent's tools get Gecko's semantic validation when a model serves roles.default.
+  if (schema === "semantic_verdict") return json({ valid: true, problems: [] });
   if (schema === "response_scores") {
     const score = (n: number) => ({
       score: n,

@@ -232,7 +232,7 @@ async function playRun(
       ...(result.error ? { error: result.error } : {}),
       turns: result.turns.length,
       agentToolCalls,
-      ...(finalState !== undefined ? { finalState } : {}),
+      ...storedState(finalState),
       userModel: settings.userModel,
       durationMs: Math.round(performance.now() - started),
     });
@@ -252,6 +252,15 @@ async function playRun(
     throw error;
   }
   return readTranscript(file);
+}
+
+/** Largest final state kept in a transcript (tau2-retail's whole database is 1.2 MB); the judge sees it whole. */
+export const MAX_STORED_STATE_BYTES = 256 * 1024;
+
+function storedState(state: unknown): { finalState?: unknown; finalStateBytes?: number } {
+  if (state === undefined) return {};
+  const bytes = Buffer.byteLength(JSON.stringify(state) ?? "");
+  return bytes <= MAX_STORED_STATE_BYTES ? { finalState: state } : { finalStateBytes: bytes };
 }
 
 /** Every turn a failure judge flagged, in run order. */

@@ -49,7 +49,9 @@ export type TranscriptLine =
       error?: string;
       turns: number;
       agentToolCalls: AgentToolCallRecord[];
+      /** The agent's tools' final state, when it is small enough to keep (else its size in bytes). */
       finalState?: unknown;
+      finalStateBytes?: number;
       userModel: string;
       durationMs: number;
     }

@@ -107,7 +107,7 @@ export async function simulateConversation(options: {
 }
 
 function round(ms: number): number {
-  return Math.round(ms * 10) / 10;
+  return Math.round(ms * 1000) / 1000;
 }
 
 function errorMessage(error: unknown): string {
