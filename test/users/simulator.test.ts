@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { MemoryResponseCache } from "../../src/models/cache.js";
 import { parseConfig } from "../../src/models/config.js";
 import { Models } from "../../src/models/hub.js";
 import type { BackendRequest, BackendResponse, ModelBackend } from "../../src/models/types.js";
@@ -268,5 +269,56 @@ describe("runUsers", () => {
     expect(existsSync(join(out, "transcripts", "refund-2.1.jsonl.partial"))).toBe(false);
     expect(JSON.parse(readFileSync(join(out, "summary.json"), "utf8")).runs.total).toBe(4);
     await expect(runUsers({ ...options, resume: true, seed: "8" })).rejects.toThrow(/seed was "7"/);
+  });
+
+  it("repeats a run exactly from its seed with a cached model, and separates runs of one scenario", async () => {
+    // A model that never answers the same twice: only the cache can make a run repeat.
+    let counter = 0;
+    const backend = userBackend({ act: [] });
+    backend.generate = async (request) => {
+      counter += 1;
+      const usage = { inputTokens: 5, outputTokens: 1, cachedInputTokens: 0 };
+      if (request.json)
+        return {
+          text: JSON.stringify({ known: [], needed: [], nextStep: `n${counter}` }),
+          toolCalls: [],
+          finishReason: "stop",
+          usage,
+        };
+      const done = request.messages.filter((m) => m.role === "assistant").length >= 1;
+      return {
+        text: done ? `bye ${counter}###STOP###` : `hello ${counter}`,
+        toolCalls: [],
+        finishReason: "stop",
+        usage,
+      };
+    };
+    const cache = new MemoryResponseCache();
+    const models = new Models({
+      config: parseConfig({ roles: { default: backend.name }, retry: { retries: 0 } }),
+      backends: { [backend.name]: backend },
+      cache,
+    });
+    const scenarios = [parseScenario({ ...rawOf(scenario), user_tools: [] })];
+    const play = async (seed: string) => {
+      const out = mkdtempSync(join(tmpdir(), "users-seed-"));
+      dirs.push(out);
+      await runUsers({ scenarios, agent: echoAgent(), models, outDir: out, runs: 2, seed });
+      return [1, 2].map((k) =>
+        readTranscript(join(out, "transcripts", `refund.${k}.jsonl`)).turns.map((t) => [
+          t.plan,
+          t.user,
+          t.agent?.message,
+        ]),
+      );
+    };
+    const first = await play("s");
+    const calls = counter;
+    expect(await play("s")).toEqual(first);
+    expect(counter).toBe(calls);
+    // Runs 1 and 2 of the scenario are different conversations (their seeds differ).
+    expect(first[0]).not.toEqual(first[1]);
+    await play("other");
+    expect(counter).toBeGreaterThan(calls);
   });
 });
