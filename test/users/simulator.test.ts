@@ -211,6 +211,51 @@ function rawOf(s: Scenario): Record<string, unknown> {
   };
 }
 
+describe("the user's toolbox from a scenario", () => {
+  it("makes every kind of user tool, one state per run, and refuses an unknown kind before any run", async () => {
+    const file = join(import.meta.dirname, "..", "fixtures", "users", "scenario.yaml");
+    const kinds = parseScenario(
+      {
+        ...rawOf(scenario),
+        user_tools: [
+          { name: "notes", kind: "memory", config: { size: "M" } },
+          { name: "web", kind: "web", config: { folder: "web" } },
+          { name: "bank", kind: "environment", config: { environment: "bank" } },
+        ],
+      },
+      { file },
+    );
+    const factory = new UserToolFactory();
+    factory.check([kinds]);
+    const toolbox = await factory.toolbox(kinds, "s");
+    const names = toolbox.list().map((t) => t.name);
+    expect(names).toEqual(
+      expect.arrayContaining(["recall_preference", "web_search", "read_page", "get_account"]),
+    );
+    expect((await toolbox.call("recall_preference", { key: "size" })).data).toMatchObject({ value: "M" });
+    expect((await toolbox.call("web_search", { query: "return" })).status).toBe("ok");
+    const balance = await toolbox.call("get_account", { account_id: "ACC-1001" });
+    expect(balance.status).toBe("ok");
+    // Another run's toolbox has its own memory and its own environment session.
+    await toolbox.call("remember_preference", { key: "colour", value: "red" });
+    expect(
+      (await toolbox.call("transfer", { from_account: "ACC-1001", to_account: "ACC-1002", amount: 5 }))
+        .status,
+    ).toBe("ok");
+    const other = await factory.toolbox(kinds, "s2");
+    expect((await other.call("recall_preference", { key: "colour" })).data).not.toMatchObject({
+      value: "red",
+    });
+    const [mine, theirs] = await Promise.all(
+      [toolbox, other].map(async (box) => (await box.call("get_account", { account_id: "ACC-1001" })).data),
+    );
+    expect(mine).not.toEqual(theirs);
+    await factory.close();
+    const bad = parseScenario({ ...rawOf(scenario), user_tools: [{ name: "x", kind: "telepathy" }] });
+    expect(() => new UserToolFactory().check([bad])).toThrow(/unknown kind "telepathy"/);
+  });
+});
+
 describe("runUsers", () => {
   const dirs: string[] = [];
   afterEach(() => {

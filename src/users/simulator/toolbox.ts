@@ -1,3 +1,4 @@
+import { dirname, resolve } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { Engine } from "../../sim/engine.js";
@@ -49,8 +50,8 @@ export class UserToolFactory {
           );
         }
         if (kind === "mock") createMockedTool(mockedDeclaration(declaration), { seed: "check" });
-        if (kind === "web") webFolder(declaration, where);
-        if (kind === "environment") environmentSources(declaration, where);
+        if (kind === "web") webFolder(scenario, declaration, where);
+        if (kind === "environment") environmentSources(scenario, declaration, where);
       }
     }
   }
@@ -75,7 +76,7 @@ export class UserToolFactory {
           break;
         }
         case "web": {
-          const folder = webFolder(declaration, where);
+          const folder = webFolder(scenario, declaration, where);
           tools.push(
             ...createWebTools({
               search: new LocalCorpusSearch(folder),
@@ -85,7 +86,7 @@ export class UserToolFactory {
           break;
         }
         case "environment":
-          tools.push(...(await this.environmentTools(environmentSources(declaration, where))));
+          tools.push(...(await this.environmentTools(environmentSources(scenario, declaration, where))));
           break;
         default:
           tools.push(createMockedTool(mockedDeclaration(declaration), { seed }));
@@ -137,15 +138,21 @@ function mockedDeclaration(declaration: UserToolDeclaration): MockedToolDeclarat
   };
 }
 
-function webFolder(declaration: UserToolDeclaration, where: string): string {
+/** A path written in a scenario, relative to the scenario's file (or the working directory). */
+function scenarioPath(scenario: Scenario, path: string): string {
+  return resolve(scenario.source.file ? dirname(scenario.source.file) : ".", path);
+}
+
+function webFolder(scenario: Scenario, declaration: UserToolDeclaration, where: string): string {
   const folder = isRecord(declaration.config) ? declaration.config.folder : undefined;
   if (typeof folder !== "string" || folder === "") {
     throw new TerrariumError("CONFIG_INVALID", `${where}: a web tool needs config: {folder: <local folder>}`);
   }
-  return folder;
+  return scenarioPath(scenario, folder);
 }
 
-function environmentSources(declaration: UserToolDeclaration, where: string): string[] {
+/** Environment names as they are; tool files (a path or a file name with an extension) next to the scenario. */
+function environmentSources(scenario: Scenario, declaration: UserToolDeclaration, where: string): string[] {
   const config = isRecord(declaration.config) ? declaration.config : {};
   const sources =
     typeof config.environment === "string"
@@ -159,7 +166,9 @@ function environmentSources(declaration: UserToolDeclaration, where: string): st
       `${where}: an environment tool needs config: {environment: <name>} or {sources: [files…]}`,
     );
   }
-  return sources;
+  return sources.map((source) =>
+    /[\\/]|\.[a-z0-9]+$/i.test(source) ? scenarioPath(scenario, source) : source,
+  );
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

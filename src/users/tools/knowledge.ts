@@ -1,6 +1,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
+import { SCENARIO_LIMITS } from "../scenario/schema.js";
 import { Bm25Index, type Bm25Options } from "./bm25.js";
 import { type Chunk, type ChunkOptions, chunkText } from "./chunk.js";
 import { htmlToText, looksLikeHtml } from "./html.js";
@@ -53,8 +54,11 @@ export class KnowledgeBase {
 /** File types read as knowledge; others in a folder are skipped. */
 const TEXT_FILES = /\.(?:md|markdown|txt|text|html?|xhtml|json|ya?ml|csv|tsv|rst)$/i;
 
-/** Largest knowledge file read, in bytes (larger ones are an error: knowledge is meant to be read whole). */
-export const MAX_KNOWLEDGE_FILE_BYTES = 5 * 1024 * 1024;
+/**
+ * Largest knowledge file read, in bytes (larger ones are an error: knowledge is meant to be read whole).
+ * The scenario loader's limit, so a document `users generate` accepts is one a scenario can cite.
+ */
+export const MAX_KNOWLEDGE_FILE_BYTES = SCENARIO_LIMITS.maxKnowledgeFileBytes;
 
 /**
  * Reads knowledge from files and folders (recursively, text-like files in name order). HTML becomes
