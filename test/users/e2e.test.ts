@@ -36,15 +36,11 @@ describe("users run, end to end", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("runs a planner agent on tau2-retail: transcripts, summary.json with every metric, and the report", async () => {
-    const out = join(dir, "planner");
-    const run = await cli([
-      "--config",
-      config,
-      "users",
-      "run",
-      "--scenarios",
-      SCENARIOS,
+  /** `users run` on the example scenarios with the scripted config, plus `args`. */
+  const usersRun = (...args: string[]) =>
+    cli(["--config", config, "users", "run", "--scenarios", SCENARIOS, ...args]);
+  const planner = (out: string, ...more: string[]) =>
+    usersRun(
       "--agent",
       "planner:scripted:agent",
       "--agent-tools",
@@ -55,7 +51,12 @@ describe("users run, end to end", () => {
       "11",
       "--out",
       out,
-    ]);
+      ...more,
+    );
+
+  it("runs a planner agent on tau2-retail: transcripts, summary.json with every metric, and the report", async () => {
+    const out = join(dir, "planner");
+    const run = await planner(out);
     expect(run.stderr).not.toMatch(/Error/);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("TE");
@@ -106,50 +107,9 @@ describe("users run, end to end", () => {
     expect(existsSync(join(out, "failures.json"))).toBe(true);
 
     // The same command again refuses to overwrite; --resume keeps all four runs and makes no user call.
-    expect(
-      (
-        await cli([
-          "--config",
-          config,
-          "users",
-          "run",
-          "--scenarios",
-          SCENARIOS,
-          "--agent",
-          "planner:scripted:agent",
-          "--agent-tools",
-          "tau2-retail",
-          "--runs",
-          "2",
-          "--seed",
-          "11",
-          "--out",
-          out,
-        ])
-      ).code,
-    ).not.toBe(0);
+    expect((await planner(out)).code).not.toBe(0);
     const before = server.requests.filter((r) => r.body?.model === "user").length;
-    const resumed = await cli([
-      "--config",
-      config,
-      "users",
-      "run",
-      "--scenarios",
-      SCENARIOS,
-      "--agent",
-      "planner:scripted:agent",
-      "--agent-tools",
-      "tau2-retail",
-      "--runs",
-      "2",
-      "--seed",
-      "11",
-      "--out",
-      out,
-      "--resume",
-      "--fail-under",
-      "tde=0.5,realism.goal=95",
-    ]);
+    const resumed = await planner(out, "--resume", "--fail-under", "tde=0.5,realism.goal=95");
     expect(server.requests.filter((r) => r.body?.model === "user").length).toBe(before);
     expect(resumed.stderr).toContain("kept 4 finished run(s)");
     // TDE is 0 here, under 0.5: the gate fails the command, naming the metric.
@@ -163,13 +123,7 @@ describe("users run, end to end", () => {
 
   it("runs an openai-compatible agent whose tool calls terrarium simulates, and compares the two runs", async () => {
     const out = join(dir, "chat");
-    const run = await cli([
-      "--config",
-      config,
-      "users",
-      "run",
-      "--scenarios",
-      SCENARIOS,
+    const run = await usersRun(
       "--agent",
       `openai-compatible:${agentServer.baseURL}#my-agent`,
       "--agent-tools",
@@ -181,7 +135,7 @@ describe("users run, end to end", () => {
       "--out",
       out,
       "--json",
-    ]);
+    );
     expect(run.code).toBe(0);
     const summary = JSON.parse(run.stdout);
     expect(summary.runs.total).toBe(4);
@@ -201,17 +155,7 @@ describe("users run, end to end", () => {
   it("refuses bad input before any model call", async () => {
     const calls = server.requests.length;
     const bad = async (args: string[], message: RegExp) => {
-      const run = await cli([
-        "--config",
-        config,
-        "users",
-        "run",
-        "--scenarios",
-        SCENARIOS,
-        "--out",
-        join(dir, "bad"),
-        ...args,
-      ]);
+      const run = await usersRun("--out", join(dir, "bad"), ...args);
       expect(run.code).not.toBe(0);
       expect(run.stderr).toMatch(message);
     };

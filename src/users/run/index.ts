@@ -21,6 +21,7 @@ export {
   type UsersSummary,
 } from "./summary.js";
 export {
+  type RunHeader,
   type RunJudgement,
   readTranscript,
   readTranscripts,

@@ -29,19 +29,21 @@ export interface RunJudgement {
   errors: Record<string, string>;
 }
 
+/** What a run is: the first line of its transcript. */
+export interface RunHeader {
+  runId: string;
+  scenarioId: string;
+  /** 1-based run number within the scenario. */
+  index: number;
+  seed: string;
+  agent: string;
+  mode: string;
+  startedAt: string;
+}
+
 /** One line of a transcript file (JSONL). */
 export type TranscriptLine =
-  | {
-      type: "run";
-      schemaVersion: number;
-      runId: string;
-      scenarioId: string;
-      index: number;
-      seed: string;
-      agent: string;
-      mode: string;
-      startedAt: string;
-    }
+  | ({ type: "run"; schemaVersion: number } & RunHeader)
   | ({ type: "turn" } & TurnRecord)
   | {
       type: "end";
@@ -58,14 +60,7 @@ export type TranscriptLine =
   | ({ type: "judgement" } & RunJudgement);
 
 /** A run read back from its transcript. */
-export interface StoredRun {
-  runId: string;
-  scenarioId: string;
-  index: number;
-  seed: string;
-  agent: string;
-  mode: string;
-  startedAt: string;
+export interface StoredRun extends RunHeader {
   turns: TurnRecord[];
   end?: Extract<TranscriptLine, { type: "end" }>;
   judgement?: RunJudgement;
