@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
+import { checkThresholds, type Threshold } from "../metrics/index.js";
 import type { Scenario } from "../scenario/index.js";
 import { simulateConversation } from "../simulator/conversation-loop.js";
 import { UserToolFactory } from "../simulator/toolbox.js";
@@ -80,6 +81,8 @@ export interface UsersRunOptions {
   toolFactory?: UserToolFactory;
   /** Called when a run finishes (done counts runs finished in this call, kept ones included). */
   onRun?: (event: { run: StoredRun; done: number; total: number; kept: boolean }) => void;
+  /** `--fail-under`: checked against the metrics and kept in the summary. */
+  thresholds?: Threshold[];
   /** Called before the judges' consolidation call and the summary. */
   onPhase?: (phase: "consolidating" | "summarizing") => void;
 }
@@ -162,7 +165,10 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
     writeJson(join(options.outDir, "failures.json"), { schemaVersion: USERS_RUN_SCHEMA_VERSION, failures });
   }
   options.onPhase?.("summarizing");
-  const summary = summarizeRuns(settings, stored, failures);
+  const summarized = summarizeRuns(settings, stored, failures);
+  const summary: UsersSummary = options.thresholds?.length
+    ? { ...summarized, thresholds: checkThresholds(summarized.metrics, options.thresholds) }
+    : summarized;
   writeJson(join(options.outDir, "summary.json"), summary);
   return { summary, kept: total - pending.length };
 }

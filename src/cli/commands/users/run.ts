@@ -4,9 +4,9 @@ import type { Command } from "commander";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { createAgentTarget } from "../../../users/agents/index.js";
-import { checkThresholds, parseThresholds, type Threshold } from "../../../users/metrics/index.js";
+import { parseThresholds, type Threshold } from "../../../users/metrics/index.js";
 import { renderUsersReport } from "../../../users/report/index.js";
-import { modelJudges, readTranscripts, runUsers, type UsersSummary } from "../../../users/run/index.js";
+import { modelJudges, readTranscripts, runUsers } from "../../../users/run/index.js";
 import { loadScenarios } from "../../../users/scenario/index.js";
 import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
 import { printTableRow } from "./shared.js";
@@ -117,6 +117,7 @@ back to roles.default; --user-model and --judge-model override them.
             concurrency: options.concurrency,
             seed: options.seed,
             resume: options.resume === true,
+            thresholds,
             ...(options.judges ? { judges: modelJudges(models) } : {}),
             onRun: ({ run }) =>
               progress.tick(`${run.runId}: ${run.end?.endReason ?? "?"} after ${run.turns.length} turns`),
@@ -126,21 +127,17 @@ back to roles.default; --user-model and --judge-model override them.
           });
           progress.done();
           if (kept > 0) io.stderr.write(`kept ${kept} finished run(s) from ${options.out}\n`);
-          const checked: UsersSummary = thresholds.length
-            ? { ...summary, thresholds: checkThresholds(summary.metrics, thresholds) }
-            : summary;
-          writeFileSync(join(options.out, "summary.json"), `${JSON.stringify(checked, null, 2)}\n`);
           writeFileSync(
             join(options.out, "report.html"),
-            renderUsersReport(checked, readTranscripts(options.out)),
+            renderUsersReport(summary, readTranscripts(options.out)),
           );
-          if (options.json) io.stdout.write(`${JSON.stringify(checked, null, 2)}\n`);
-          else printTableRow(io, checked, options.out);
+          if (options.json) io.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+          else printTableRow(io, summary, options.out);
           io.stderr.write(
             `usage: ${models.ledger.totals.calls} model calls, ${models.ledger.totals.inputTokens} in / ${models.ledger.totals.outputTokens} out tokens\n`,
           );
-          if (checked.thresholds && !checked.thresholds.passed) {
-            for (const failure of checked.thresholds.failures)
+          if (summary.thresholds && !summary.thresholds.passed) {
+            for (const failure of summary.thresholds.failures)
               io.stderr.write(`--fail-under: ${failure.reason}\n`);
             setExitCode(1);
           }
