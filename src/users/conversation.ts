@@ -33,14 +33,19 @@ export interface ConversationMessage {
   content: string;
 }
 
-/** One thing the simulated user did besides writing its message: an API tool call (a UI action in part 2). */
+/**
+ * One thing the simulated user did besides writing its message: an API tool call (`tool` is its name), or
+ * a UI action on the agent's page (`tool` is the action type, `arguments` the whole action, `status` ok or
+ * error, `screenshot` the page it acted on when screenshots are kept).
+ */
 export interface UserAction {
-  kind: "tool";
+  kind: "tool" | "ui";
   tool: string;
   arguments: unknown;
   status: string;
   message: string;
   data: unknown;
+  screenshot?: string;
 }
 
 /** Why a conversation ended. */

@@ -17,6 +17,7 @@ export {
   summarizeRuns,
   type UniqueFailureRecord,
   type UsersMetrics,
+  type UsersMode,
   type UsersRunSettings,
   type UsersSummary,
 } from "./summary.js";

@@ -3,14 +3,18 @@ import { join } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
+import { simulateBrowserConversation } from "../hybrid/browser-user.js";
+import type { BrowserTarget } from "../hybrid/target.js";
 import { checkThresholds, type Threshold } from "../metrics/index.js";
 import type { Scenario } from "../scenario/index.js";
-import { simulateConversation } from "../simulator/conversation-loop.js";
+import { type ConversationResult, simulateConversation } from "../simulator/conversation-loop.js";
 import { UserToolFactory } from "../simulator/toolbox.js";
 import { SimulatedUser } from "../simulator/user.js";
+import type { UserToolbox } from "../tools/index.js";
 import {
   summarizeRuns,
   type UniqueFailureRecord,
+  type UsersMode,
   type UsersRunSettings,
   type UsersSummary,
 } from "./summary.js";
@@ -63,7 +67,12 @@ export interface UsersJudges {
 
 export interface UsersRunOptions {
   scenarios: Scenario[];
-  agent: UsersAgent;
+  /** The agent: through its API (api-only), or its web page (`browser:`, hybrid and ui-only). */
+  agent: UsersAgent | BrowserTarget;
+  /** How the user reaches the agent (default api-only; the browser modes need a browser target). */
+  mode?: UsersMode;
+  /** Keep a PNG of the page per step under `screenshots/<run>/` (browser modes). */
+  screenshots?: boolean;
   /** The `--agent-tools` sources, recorded in `run.json`. */
   agentTools?: string[];
   models: Models;
@@ -109,6 +118,15 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new TerrariumError("INVALID_INPUT", `concurrency must be a whole number >= 1, got ${concurrency}`);
   if (options.scenarios.length === 0) throw new TerrariumError("INVALID_INPUT", "no scenarios to run");
+  const mode = options.mode ?? "api-only";
+  if ((mode === "api-only") === isBrowserTarget(options.agent)) {
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      mode === "api-only"
+        ? `--mode api-only talks to the agent's API; a browser: agent needs --mode hybrid or ui-only`
+        : `--mode ${mode} acts on the agent's web page: give --agent browser:<page url>`,
+    );
+  }
   const toolFactory = options.toolFactory ?? new UserToolFactory({ models: options.models });
   toolFactory.check(options.scenarios);
   const userModel = options.userModel ?? options.models.modelFor("user");
@@ -117,7 +135,7 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
     agent: options.agent.spec,
     agentTools: options.agentTools ?? [],
     agentToolNames: [...options.agent.tools].sort(),
-    mode: "api-only",
+    mode,
     seed,
     runs,
     scenarios: options.scenarios.map((s) => ({ id: s.id, goal: s.goal })),
@@ -200,37 +218,17 @@ async function playRun(
     });
     const models = options.models.forRun();
     const toolbox = await toolFactory.toolbox(scenario, runSeed);
-    const user = new SimulatedUser({
-      models,
-      scenario,
-      toolbox,
-      seed: runSeed,
-      model: settings.userModel,
-      scope: runId,
-      ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
-    });
-    let session: Awaited<ReturnType<UsersAgent["open"]>> | undefined;
-    let result: Awaited<ReturnType<typeof simulateConversation>>;
-    let finalState: unknown;
-    try {
-      session = await options.agent.open({ runId, seed: runSeed, scenario });
-      const agent = session;
-      result = await simulateConversation({
-        scenario,
-        user,
-        agent,
-        onTurn: (turn) => writer.write({ type: "turn", ...turn }),
-      });
-      finalState = await agent.finalState().catch(() => undefined);
-    } catch (error) {
-      result = {
-        turns: [],
-        endReason: "agent_error",
-        error: `the agent could not start: ${messageOf(error)}`,
-      };
-    } finally {
-      await session?.close().catch(() => undefined);
-    }
+    const { result, finalState } = isBrowserTarget(options.agent)
+      ? await playInBrowser(options, options.agent, settings, { scenario, runId, runSeed, models, toolbox })
+      : await playThroughApi(
+          options,
+          options.agent,
+          settings,
+          { scenario, runId, runSeed, models, toolbox },
+          (turn) => writer.write({ type: "turn", ...turn }),
+        );
+    if (isBrowserTarget(options.agent))
+      for (const turn of result.turns) writer.write({ type: "turn", ...turn });
     const agentToolCalls = result.turns.flatMap((turn) => turn.agent?.toolCalls ?? []);
     writer.write({
       type: "end",
@@ -258,6 +256,104 @@ async function playRun(
     throw error;
   }
   return readTranscript(file);
+}
+
+interface RunContext {
+  scenario: Scenario;
+  runId: string;
+  runSeed: string;
+  models: Models;
+  toolbox: UserToolbox;
+}
+
+type PlayedRun = { result: ConversationResult; finalState: unknown };
+
+/** API mode: the simulated user and the agent's API, turn by turn (each turn written as it ends). */
+async function playThroughApi(
+  options: UsersRunOptions,
+  target: UsersAgent,
+  settings: UsersRunSettings,
+  run: RunContext,
+  onTurn: (turn: TurnRecord) => void,
+): Promise<PlayedRun> {
+  const user = new SimulatedUser({
+    models: run.models,
+    scenario: run.scenario,
+    toolbox: run.toolbox,
+    seed: run.runSeed,
+    model: settings.userModel,
+    scope: run.runId,
+    ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
+  });
+  let session: Awaited<ReturnType<UsersAgent["open"]>> | undefined;
+  try {
+    session = await target.open({ runId: run.runId, seed: run.runSeed, scenario: run.scenario });
+    const agent = session;
+    const result = await simulateConversation({ scenario: run.scenario, user, agent, onTurn });
+    return { result, finalState: await agent.finalState().catch(() => undefined) };
+  } catch (error) {
+    return {
+      result: {
+        turns: [],
+        endReason: "agent_error",
+        error: `the agent could not start: ${messageOf(error)}`,
+      },
+      finalState: undefined,
+    };
+  } finally {
+    await session?.close().catch(() => undefined);
+  }
+}
+
+/** Browser modes: the UI-only or hybrid user on the agent's page, in a browser context of its own. */
+async function playInBrowser(
+  options: UsersRunOptions,
+  target: BrowserTarget,
+  settings: UsersRunSettings,
+  run: RunContext,
+): Promise<PlayedRun> {
+  let page: Awaited<ReturnType<BrowserTarget["openPage"]>> | undefined;
+  try {
+    page = await target.openPage({
+      runId: run.runId,
+      ...(options.screenshots ? { screenshotsDir: join(options.outDir, "screenshots", run.runId) } : {}),
+    });
+    const played = await simulateBrowserConversation({
+      models: run.models,
+      scenario: run.scenario,
+      page,
+      mode: settings.mode === "ui-only" ? "ui-only" : "hybrid",
+      toolbox: run.toolbox,
+      seed: run.runSeed,
+      model: settings.userModel,
+      scope: run.runId,
+      ...(target.chat ? { chat: target.chat } : {}),
+      ...(target.agentCalls
+        ? { agentCalls: (id: string) => target.agentCalls?.(id) ?? Promise.resolve([]) }
+        : {}),
+      ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
+    });
+    const finalState =
+      played.sessionId && target.finalState
+        ? await target.finalState(played.sessionId).catch(() => undefined)
+        : undefined;
+    return { result: played, finalState };
+  } catch (error) {
+    return {
+      result: {
+        turns: [],
+        endReason: "agent_error",
+        error: `the page could not be opened: ${messageOf(error)}`,
+      },
+      finalState: undefined,
+    };
+  } finally {
+    await page?.close().catch(() => undefined);
+  }
+}
+
+function isBrowserTarget(agent: UsersAgent | BrowserTarget): agent is BrowserTarget {
+  return (agent as BrowserTarget).kind === "browser";
 }
 
 /** Largest final state kept in a transcript (tau2-retail's whole database is 1.2 MB); the judge sees it whole. */

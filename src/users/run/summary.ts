@@ -21,6 +21,9 @@ export interface UniqueFailureRecord {
   occurrences: Array<{ runId: string; scenarioId: string; turn: number; dimension: string }>;
 }
 
+/** How the simulated user reaches the agent: its API, its web page, or both (VISTA's hybrid). */
+export type UsersMode = "api-only" | "hybrid" | "ui-only";
+
 /** What `users run` was asked to do (kept in `run.json`, checked on `--resume`). */
 export interface UsersRunSettings {
   schemaVersion: number;
@@ -28,7 +31,7 @@ export interface UsersRunSettings {
   agentTools: string[];
   /** Every tool the agent has (TDE's N). */
   agentToolNames: string[];
-  mode: "api-only";
+  mode: UsersMode;
   seed: string;
   runs: number;
   scenarios: Array<{ id: string; goal: string }>;

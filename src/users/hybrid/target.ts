@@ -1,0 +1,122 @@
+import { TerrariumError } from "../../core/errors.js";
+import { TerrariumServerClient } from "../agents/http.js";
+import { recordsFromHistory } from "../agents/shared.js";
+import type { ChatLocator } from "../browser/types.js";
+import type { AgentToolCallRecord } from "../conversation.js";
+import type { PageSession } from "./browser-user.js";
+
+/** What a browser target needs of a browser (the driver of `src/users/browser` fits). */
+export interface BrowserLauncher {
+  newSession(options: {
+    screenshotsDir?: string;
+  }): Promise<PageSession & { goto(url: string): Promise<unknown>; close(): Promise<void> }>;
+  close(): Promise<void>;
+}
+
+/** `browser:<page url>`: the agent is a web page with a chat widget, used by a simulated user in a browser. */
+export interface BrowserTarget {
+  readonly spec: string;
+  readonly kind: "browser";
+  readonly pageUrl: string;
+  /** The agent's tools (TDE's N): from the terrarium server behind the page, else []. */
+  readonly tools: string[];
+  readonly chat?: ChatLocator;
+  /** One browser context per run, on the page. */
+  openPage(context: {
+    runId: string;
+    screenshotsDir?: string;
+  }): Promise<PageSession & { close(): Promise<void> }>;
+  /** The agent's tool calls in its session, from the terrarium server serving its tools. */
+  agentCalls?(sessionId: string): Promise<AgentToolCallRecord[]>;
+  /** The final state of that session, for the goal judge. */
+  finalState?(sessionId: string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** `terrarium:<url>` in `--agent-tools`: the terrarium server that serves the page's agent its tools. */
+export const TERRARIUM_SERVER_PREFIX = "terrarium:";
+
+/** The page URL of a `browser:` spec, checked (http, https or file). */
+export function parseBrowserSpec(spec: string): string {
+  const url = spec.slice("browser:".length);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--agent "${spec}": "${url}" is not a URL (browser:<http(s) or file URL of the page>)`,
+    );
+  }
+  if (!["http:", "https:", "file:"].includes(parsed.protocol))
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--agent "${spec}": the page must be an http, https or file URL`,
+    );
+  return parsed.href;
+}
+
+/**
+ * The browser target. `agentTools` may name the terrarium server behind the page (`terrarium:<url>`):
+ * then its tool list is read now (refused before any run when the server does not answer), and each
+ * run's agent tool calls and final state come from the session the chat widget shows in its
+ * `data-session-id` (or the locator's session attribute).
+ */
+export async function createBrowserTarget(
+  spec: string,
+  options: { launcher: BrowserLauncher; agentTools?: string[]; chat?: ChatLocator; timeoutMs?: number },
+): Promise<BrowserTarget> {
+  const pageUrl = parseBrowserSpec(spec);
+  const servers = (options.agentTools ?? []).filter((source) => source.startsWith(TERRARIUM_SERVER_PREFIX));
+  const others = (options.agentTools ?? []).filter((source) => !source.startsWith(TERRARIUM_SERVER_PREFIX));
+  if (others.length > 0 || servers.length > 1) {
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--agent-tools with a browser: agent names the terrarium server behind the page, once: terrarium:<url> (got ${(options.agentTools ?? []).join(", ")})`,
+    );
+  }
+  const serverUrl = servers[0]?.slice(TERRARIUM_SERVER_PREFIX.length);
+  const client = serverUrl
+    ? new TerrariumServerClient(serverUrl, {
+        config: { response: { message: "" } },
+        timeoutMs: options.timeoutMs ?? 60_000,
+      })
+    : undefined;
+  let tools: string[] = [];
+  if (client) {
+    try {
+      tools = await client.toolNames();
+    } catch (error) {
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `--agent-tools ${servers[0]}: the terrarium server does not answer (${error instanceof Error ? error.message : String(error)})`,
+      );
+    }
+  }
+  return {
+    spec,
+    kind: "browser",
+    pageUrl,
+    tools,
+    ...(options.chat ? { chat: options.chat } : {}),
+    async openPage(context) {
+      const session = await options.launcher.newSession(
+        context.screenshotsDir ? { screenshotsDir: context.screenshotsDir } : {},
+      );
+      try {
+        await session.goto(pageUrl);
+      } catch (error) {
+        await session.close();
+        throw error;
+      }
+      return session;
+    },
+    ...(client
+      ? {
+          agentCalls: async (sessionId: string) => recordsFromHistory(await client.history(sessionId)),
+          finalState: (sessionId: string) => client.state(sessionId),
+        }
+      : {}),
+    close: () => options.launcher.close(),
+  };
+}
