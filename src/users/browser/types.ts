@@ -28,6 +28,8 @@ export interface ObservedElement {
   /** Where it lives: "" for the top document, else the frame path (`iframe#chat`) and/or `shadow` hops. */
   frame: string;
   disabled?: boolean;
+  /** Whether a checkbox, radio or switch is checked (only for those). */
+  checked?: boolean;
 }
 
 export interface TabInfo {
@@ -58,8 +60,8 @@ export type UiAction =
   | { type: "hover"; target: string }
   | { type: "select"; target: string; value: string }
   | { type: "clear"; target: string }
-  | { type: "key_press"; key: string }
-  | { type: "scroll"; direction: "up" | "down"; target?: string }
+  | { type: "key_press"; key: string; target?: string }
+  | { type: "scroll"; direction: "up" | "down"; target?: string; amount?: number }
   | { type: "goto_url"; url: string }
   | { type: "back" }
   | { type: "forward" }
@@ -94,6 +96,8 @@ export interface ActionResult {
   /** Milliseconds in the action itself and in waiting for the page to settle after it. */
   actionMs: number;
   settleMs: number;
+  /** False when the page was still busy (requests in flight or DOM changing) at the settle cap. */
+  settled?: boolean;
 }
 
 /**
