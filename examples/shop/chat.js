@@ -85,6 +85,8 @@ async function sendMessage(text) {
       answer = await post(message);
     }
     if (answer.status !== 200) {
+      // A failed turn still belongs to its conversation: keep it, so the next message goes on with it.
+      if (typeof answer.data?.sessionId === "string") remember(answer.data.sessionId);
       showError(answer.data?.error?.message ?? `The assistant is unavailable (HTTP ${answer.status}).`);
       return;
     }

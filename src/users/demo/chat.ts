@@ -17,6 +17,16 @@ export interface ChatMessage {
   at: string;
 }
 
+/** A turn that failed, with the conversation it belongs to (which goes on: the next message may work). */
+export class ChatTurnError extends Error {
+  constructor(
+    readonly sessionId: string,
+    override readonly cause: unknown,
+  ) {
+    super((cause as Error)?.message ?? String(cause));
+  }
+}
+
 /** Who answers a conversation: the planner agent (a model) or the scripted rules. */
 export type ChatResponder = { kind: "planner"; target: AgentTarget } | { kind: "scripted" };
 
@@ -92,7 +102,11 @@ export class ChatSessions {
       return reply;
     });
     conversation.queue = turn.catch(() => undefined);
-    return { sessionId: conversation.id, reply: await turn };
+    try {
+      return { sessionId: conversation.id, reply: await turn };
+    } catch (error) {
+      throw new ChatTurnError(conversation.id, error);
+    }
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ export {
   type ChatMessage,
   type ChatResponder,
   ChatSessions,
+  ChatTurnError,
   DEFAULT_MAX_CHAT_SESSIONS,
   MAX_CONVERSATION_MESSAGES,
   MAX_MESSAGE_CHARS,

@@ -12,7 +12,7 @@ import { buildEngine } from "../../server/start.js";
 import type { Engine } from "../../sim/engine.js";
 import { PlannerTarget } from "../agents/planner.js";
 import { DEFAULT_MAX_TOOL_STEPS, DEFAULT_TIMEOUT_MS } from "../agents/shared.js";
-import { ChatSessions, MAX_MESSAGE_CHARS } from "./chat.js";
+import { ChatSessions, ChatTurnError, MAX_MESSAGE_CHARS } from "./chat.js";
 import { lookupStatic, shopFolder, staticResponse } from "./static.js";
 
 /** The environment behind the shop and its agent. */
@@ -93,8 +93,15 @@ const ORDER_ID = /^#?(W\d{7})$/i;
 const PRODUCT_ID = /^\d{1,20}$/;
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-const apiError = (c: Context, status: 400 | 404 | 405 | 413 | 415 | 502, code: string, message: string) =>
-  c.json({ error: { code, message } }, status, {
+/** An error answer; `extra` adds fields beside `error` (the chat session a failed turn belongs to). */
+const apiError = (
+  c: Context,
+  status: 400 | 404 | 405 | 413 | 415 | 502,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+) =>
+  c.json({ error: { code, message }, ...extra }, status, {
     "x-content-type-options": "nosniff",
     "cache-control": "no-store",
   });
@@ -340,12 +347,14 @@ export function shopApp(parts: ShopAppParts): Hono {
     try {
       return c.json(await chats.send(sessionId, message));
     } catch (error) {
-      if (error instanceof TerrariumError && error.code === "INVALID_INPUT")
-        return apiError(c, 400, error.code, error.message);
-      if (error instanceof TerrariumError && error.code === "UNKNOWN_SESSION")
-        return apiError(c, 404, error.code, error.message);
-      const reason = error instanceof TerrariumError ? error.message : (error as Error).message;
-      return apiError(c, 502, "AGENT_ERROR", `the agent could not answer: ${reason}`);
+      const cause = error instanceof ChatTurnError ? error.cause : error;
+      const known = error instanceof ChatTurnError ? { sessionId: error.sessionId } : {};
+      if (cause instanceof TerrariumError && cause.code === "INVALID_INPUT")
+        return apiError(c, 400, cause.code, cause.message, known);
+      if (cause instanceof TerrariumError && cause.code === "UNKNOWN_SESSION")
+        return apiError(c, 404, cause.code, cause.message);
+      const reason = (cause as Error)?.message ?? String(cause);
+      return apiError(c, 502, "AGENT_ERROR", `the agent could not answer: ${reason}`, known);
     }
   });
 
