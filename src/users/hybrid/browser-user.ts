@@ -155,13 +155,16 @@ export async function simulateBrowserConversation(
         break;
       }
       let modelMs = 0;
+      // This step's notes (a failed or repeated action) go into every prompt of the step, then are spent.
+      const stepNotes = notes;
+      notes = [];
       const base: Message[] = [{ role: "system", content: system }];
       const view = (ask: string) =>
         stepPrompt({
           observation: observation.text,
           plan: plan ? formatUserTurnPlan(plan) : "(none yet)",
           recent: recent.slice(-6),
-          notes,
+          notes: stepNotes,
           ask,
         });
       if (!plan || agentCount !== agentSeen) {
@@ -189,7 +192,6 @@ export async function simulateBrowserConversation(
         channel = routed.object.channel;
         reason = routed.object.reason;
       }
-      notes = [];
       const acted = performance.now();
       let action: UserAction;
       if (channel === "api") {
@@ -285,7 +287,7 @@ async function takeUiAction(
       const result =
         parsed.message === ""
           ? { ok: true, actionMs: 0, settleMs: 0 }
-          : await page.act({ ...action, text: parsed.message });
+          : await page.act({ ...action, text: parsed.message, enter: true });
       return { result, stop: parsed.stop };
     }
   }
