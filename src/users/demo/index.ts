@@ -18,7 +18,6 @@ export {
   SHOP_ENVIRONMENT,
   type ShopDemo,
   type ShopDemoOptions,
-  shopApp,
   startShopDemo,
   TERRARIUM_PREFIX,
 } from "./server.js";

@@ -7,18 +7,19 @@ import { TerrariumError } from "../../core/errors.js";
 /**
  * The demo shop's pages live in `examples/shop/` of the package. From source this module is
  * `src/users/demo/static.ts` (three folders down); bundled by tsup it is `dist/cli.js` or `dist/index.js`
- * (one folder down). The first candidate that holds `index.html` wins.
+ * (one folder down; package.json's `files` ships `examples`).
  */
 export function shopFolder(): string {
-  const candidates = [
-    fileURLToPath(new URL("../../../examples/shop/", import.meta.url)),
-    fileURLToPath(new URL("../examples/shop/", import.meta.url)),
-  ];
-  for (const candidate of candidates)
-    if (existsSync(resolve(candidate, "index.html"))) return realpathSync(candidate);
+  const here = fileURLToPath(new URL(".", import.meta.url));
+  const fromSource = /[\\/]src[\\/]users[\\/]demo[\\/]?$/.test(here);
+  // Only the candidate that fits where this module is, so a bundle never finds some other project's folder.
+  const candidate = fileURLToPath(
+    new URL(fromSource ? "../../../examples/shop/" : "../examples/shop/", import.meta.url),
+  );
+  if (existsSync(resolve(candidate, "index.html"))) return realpathSync(candidate);
   throw new TerrariumError(
     "INVALID_INPUT",
-    `the demo shop's pages are missing (looked in ${candidates.join(" and ")}); reinstall terrarium`,
+    `the demo shop's pages are missing (no index.html in ${candidate}); reinstall terrarium`,
   );
 }
 
