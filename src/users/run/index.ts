@@ -5,6 +5,7 @@
 
 export { modelJudges } from "./model-judges.js";
 export {
+  checkMode,
   type FlaggedTurn,
   flaggedTurns,
   runUsers,

@@ -119,14 +119,7 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
     throw new TerrariumError("INVALID_INPUT", `concurrency must be a whole number >= 1, got ${concurrency}`);
   if (options.scenarios.length === 0) throw new TerrariumError("INVALID_INPUT", "no scenarios to run");
   const mode = options.mode ?? "api-only";
-  if ((mode === "api-only") === isBrowserTarget(options.agent)) {
-    throw new TerrariumError(
-      "INVALID_INPUT",
-      mode === "api-only"
-        ? `--mode api-only talks to the agent's API; a browser: agent needs --mode hybrid or ui-only`
-        : `--mode ${mode} acts on the agent's web page: give --agent browser:<page url>`,
-    );
-  }
+  checkMode(mode, isBrowserTarget(options.agent));
   const toolFactory = options.toolFactory ?? new UserToolFactory({ models: options.models });
   toolFactory.check(options.scenarios);
   const userModel = options.userModel ?? options.models.modelFor("user");
@@ -350,6 +343,17 @@ async function playInBrowser(
   } finally {
     await page?.close().catch(() => undefined);
   }
+}
+
+/** The browser modes need a `browser:` agent and api-only an API agent; refused before any work. */
+export function checkMode(mode: UsersMode, browserAgent: boolean): void {
+  if ((mode === "api-only") !== browserAgent) return;
+  throw new TerrariumError(
+    "INVALID_INPUT",
+    mode === "api-only"
+      ? "--mode api-only talks to the agent's API; a browser: agent needs --mode hybrid or ui-only"
+      : `--mode ${mode} acts on the agent's web page: give --agent browser:<page url>`,
+  );
 }
 
 function isBrowserTarget(agent: UsersAgent | BrowserTarget): agent is BrowserTarget {

@@ -1,12 +1,20 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { createAgentTarget } from "../../../users/agents/index.js";
+import { launchBrowser } from "../../../users/browser/index.js";
+import { createBrowserTarget } from "../../../users/hybrid/target.js";
 import { parseThresholds, type Threshold } from "../../../users/metrics/index.js";
 import { renderUsersReport } from "../../../users/report/index.js";
-import { modelJudges, readTranscripts, runUsers } from "../../../users/run/index.js";
+import {
+  checkMode,
+  modelJudges,
+  readTranscripts,
+  runUsers,
+  type UsersMode,
+} from "../../../users/run/index.js";
 import { loadScenarios } from "../../../users/scenario/index.js";
 import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
 import { printTableRow } from "./shared.js";
@@ -14,7 +22,17 @@ import { printTableRow } from "./shared.js";
 /** The judge roles `--judge-model` sets (each falls back to roles.default otherwise). */
 export const JUDGE_ROLES = ["realism", "failures", "consolidation", "checklist", "judge"] as const;
 
+const MODES = ["api-only", "hybrid", "ui-only"] as const;
+
+function parseMode(value: string): UsersMode {
+  if (!(MODES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`use one of ${MODES.join(", ")}`);
+  return value as UsersMode;
+}
+
 interface UsersRunCliOptions {
+  mode: UsersMode;
+  screenshots?: boolean;
   scenarios: string;
   agent: string;
   agentTools?: string[];
@@ -44,13 +62,20 @@ export function registerUsersRunCommand(
     .requiredOption("--scenarios <path>", "a scenario file or a folder of them (.yaml, .yml, .json)")
     .requiredOption(
       "--agent <target>",
-      "planner:<provider:model> | openai-compatible:<baseURL>#<model> | http:<url> | module:<file>#<export>",
+      "planner:<provider:model> | openai-compatible:<baseURL>#<model> | http:<url> | module:<file>#<export> | browser:<page url>",
     )
     .option(
       "--agent-tools <source>",
-      "the agent's tools, simulated or run by terrarium: an environment (tau2-retail) or tool files (repeatable)",
+      "the agent's tools, simulated or run by terrarium: an environment (tau2-retail) or tool files (repeatable); for browser: agents, terrarium:<url> of the server behind the page",
       collect,
     )
+    .option(
+      "--mode <mode>",
+      "api-only (the agent's API), hybrid (its web page and the user's own tools, chosen per step) or ui-only (the page alone)",
+      parseMode,
+      "api-only",
+    )
+    .option("--screenshots", "browser modes: keep a PNG of the page per step under screenshots/<run>/")
     .option("--http-config <file>", "for http: targets: request template, response paths, session header")
     .option(
       "--runs <k>",
@@ -90,6 +115,7 @@ back to roles.default; --user-model and --judge-model override them.
       // Everything that can be refused is checked before the first model call.
       const thresholds: Threshold[] = options.failUnder ? parseThresholds(options.failUnder) : [];
       const scenarios = loadScenarios(options.scenarios);
+      checkMode(options.mode, options.agent.startsWith("browser:"));
       const configPath = command.optsWithGlobals().config as string | undefined;
       const { config } = loadConfig(configPath ? { path: configPath } : {});
       const roles = { ...config.roles };
@@ -99,12 +125,17 @@ back to roles.default; --user-model and --judge-model override them.
       try {
         await models.backend(models.modelFor("user"));
         if (options.judges) for (const role of JUDGE_ROLES) await models.backend(models.modelFor(role));
-        const agent = await createAgentTarget(options.agent, {
-          models,
-          ...(options.agentTools ? { agentTools: options.agentTools } : {}),
-          ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
-          seed: options.seed,
-        });
+        const agent = options.agent.startsWith("browser:")
+          ? await createBrowserTarget(options.agent, {
+              launcher: await launchBrowser(),
+              ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+            })
+          : await createAgentTarget(options.agent, {
+              models,
+              ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+              ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
+              seed: options.seed,
+            });
         try {
           const progress = new Progress(io.stderr, scenarios.length * options.runs, "runs");
           const { summary, kept } = await runUsers({
@@ -117,6 +148,8 @@ back to roles.default; --user-model and --judge-model override them.
             concurrency: options.concurrency,
             seed: options.seed,
             resume: options.resume === true,
+            mode: options.mode,
+            ...(options.screenshots ? { screenshots: true } : {}),
             thresholds,
             ...(options.judges ? { judges: modelJudges(models) } : {}),
             onRun: ({ run }) =>
