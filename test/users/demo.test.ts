@@ -202,6 +202,27 @@ describe("users demo: the shop without a model (scripted agent)", () => {
     expect(stranger.body.reply).toMatch(/could not find an account/);
   });
 
+  it("remembers what the customer said earlier in the request", async () => {
+    const start = await chat(demo, { message: "I'd like to return my headphones" });
+    const id = start.body.sessionId;
+    expect(start.body.reply).toMatch(/email/);
+    const which = await chat(demo, { sessionId: id, message: `My email is ${EMAIL}` });
+    expect(which.body.reply).toMatch(/Which order/);
+    const proposal = await chat(demo, { sessionId: id, message: `It's order ${ORDER}` });
+    expect(proposal.body.reply).toMatch(/To confirm: return Headphones \(item 4202497723\)/);
+    const aside = await chat(demo, { sessionId: id, message: "Okay, and is it still delivered?" });
+    expect(aside.body.reply).not.toMatch(/is requested/);
+    const done = await chat(demo, { sessionId: id, message: "Please go ahead" });
+    expect(done.body.reply).toMatch(/is requested/);
+    const cancel = await chat(demo, {
+      sessionId: id,
+      message: "Can you cancel order #W6247578? I ordered it by mistake",
+    });
+    expect(cancel.body.reply).toMatch(
+      /^(To confirm: cancel order #W6247578 .*ordered by mistake|The order #W6247578 is)/,
+    );
+  });
+
   it("keeps chat sessions apart: own engine session, own state, own memory", async () => {
     const a = await chat(demo, { message: `Return the headphones of ${ORDER}, email ${EMAIL}` });
     const b = await chat(demo, { message: "hello" });

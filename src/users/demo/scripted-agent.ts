@@ -40,8 +40,14 @@ type Pending =
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
 const ORDER_ID = /#?\s?\b(W\d{7})\b/i;
 const ITEM_ID = /\b\d{10}\b/g;
-const YES = /^(y|yes|yeah|yep|sure|ok|okay|confirm|confirmed|please do|go ahead|do it|correct)\b/i;
-const NO = /^(n|no|nope|don't|do not|stop|never mind|nevermind|not now)\b/i;
+const YES =
+  /^\W*(y|yes|yeah|yep|sure|ok|okay|confirm|confirmed|i confirm|please (do|go ahead|proceed)|go ahead|proceed|do it|correct)\b/i;
+const NO = /\b(n|no|nope|don't|do not|stop|never ?mind|not now|cancel that|wait)\b/i;
+
+/** A short answer that starts by agreeing, and neither refuses nor asks something else. */
+const isYes = (text: string) => text.length <= 120 && YES.test(text) && !NO.test(text) && !text.includes("?");
+/** A short answer that refuses. */
+const isNo = (text: string) => text.length <= 120 && NO.test(text) && !YES.test(text);
 
 const INTENTS: Array<[Intent, RegExp]> = [
   ["human", /\b(human|real person|representative|supervisor|someone else)\b/i],
@@ -74,6 +80,8 @@ export class ScriptedShopAgent {
   private orderId: string | undefined;
   private wanted: Intent | undefined;
   private pending: Pending | undefined;
+  /** The customer's messages since they said what they want (items named earlier still count). */
+  private said: string[] = [];
 
   constructor(
     private readonly engine: Engine,
@@ -85,8 +93,8 @@ export class ScriptedShopAgent {
     const intent = INTENTS.find(([, pattern]) => pattern.test(text))?.[0];
 
     if (this.pending) {
-      if (YES.test(text)) return this.perform(this.pending);
-      if (NO.test(text)) {
+      if (isYes(text)) return this.perform(this.pending);
+      if (isNo(text)) {
         this.pending = undefined;
         return "All right, I have not changed anything. Is there something else I can help with?";
       }
@@ -111,7 +119,11 @@ export class ScriptedShopAgent {
       this.orderId = `#${mentionedOrder.toUpperCase()}`;
       this.pending = undefined;
     }
-    if (intent && intent !== "thanks" && intent !== "hello") this.wanted = intent;
+    if (intent && intent !== "thanks" && intent !== "hello" && intent !== this.wanted) {
+      this.wanted = intent;
+      this.said = [];
+    }
+    this.said = [...this.said, text].slice(-8);
 
     if (intent === "thanks") return "You're welcome! Have a good day.";
     if (intent === "products" && !mentionedOrder) return this.products();
@@ -130,7 +142,7 @@ export class ScriptedShopAgent {
     const order = await this.order(this.orderId);
     if (typeof order === "string") return order;
     if (goal === "status") return describeOrder(order);
-    if (goal === "cancel") return this.proposeCancel(order, text);
+    if (goal === "cancel") return this.proposeCancel(order, this.said.join("\n"));
     return this.proposeReturn(order, text);
   }
 
@@ -172,11 +184,12 @@ export class ScriptedShopAgent {
     if (order.status !== "delivered")
       return `The order ${order.order_id} is ${order.status}; only delivered orders can be returned.${order.status === "pending" ? " A pending order can be cancelled instead, if you like." : ""}`;
     const items = chooseItems(order, text);
+    if (items.length === 0) items.push(...chooseItems(order, this.said.join("\n")));
     if (items.length === 0)
       return `Which item(s) of ${order.order_id} would you like to return? It has ${order.items
         .map((item) => `${item.name} (${describeOptions(item)}, ${money(item.price)})`)
         .join("; ")}. You can also say "all of them".`;
-    const method = await this.refundMethod(order, text);
+    const method = await this.refundMethod(order, this.said.join("\n"));
     if (typeof method !== "object") return method;
     this.pending = {
       kind: "return",
@@ -219,6 +232,7 @@ export class ScriptedShopAgent {
   private async perform(pending: Pending): Promise<string> {
     this.pending = undefined;
     this.wanted = undefined;
+    this.said = [];
     if (pending.kind === "return") {
       const outcome = await this.call("return_delivered_order_items", {
         order_id: pending.orderId,
