@@ -294,6 +294,16 @@ describe("users demo: the shop without a model (scripted agent)", () => {
     expect((await rawGet(demo.url, "/README.md")).status).toBe(404);
   });
 
+  it("refuses an unknown model provider, a taken port and a bad port before serving", async () => {
+    await expect(startShopDemo({ port: 0, models, agentModel: "nosuch:model" })).rejects.toThrow(/nosuch/);
+    const port = Number(new URL(demo.url).port);
+    await expect(startShopDemo({ port, models })).rejects.toThrow(/already in use/);
+    await expect(startShopDemo({ port: 70_000, models })).rejects.toThrow(/0 to 65535/);
+    await expect(startShopDemo({ port: 0, models, host: "0.0.0.0" as "127.0.0.1" })).rejects.toThrow(
+      /127\.0\.0\.1/,
+    );
+  });
+
   it("serves terrarium's API under /terrarium", async () => {
     const tools = await get(demo, "/terrarium/tools");
     expect(tools.body.tools.map((tool: any) => tool.name)).toContain("return_delivered_order_items");
