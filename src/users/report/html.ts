@@ -105,6 +105,7 @@ window.addEventListener("hashchange",openTarget);window.addEventListener("DOMCon
 const PAGE_CSS = `
 :root{--user:#e3efff;--user-b:#7aa7e8;--agent:#e6f5e6;--agent-b:#74b874;--bad:#fde2e1;--bad-b:#d9534f;--muted:#666;--line:#ddd}
 *{box-sizing:border-box}
+.shot img{max-width:100%;border:1px solid var(--line);margin-top:.3rem}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:1rem 1.5rem 4rem;color:#222;line-height:1.4}
 h1{font-size:1.5rem}h2{font-size:1.25rem;border-bottom:1px solid var(--line);padding-bottom:.2rem;margin-top:2rem}h3{font-size:1.1rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.92rem}

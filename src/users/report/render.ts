@@ -4,8 +4,8 @@
  * as chats (plans, the user's actions, the agent's tool calls, judges' verdicts), and the unique failures
  * linked to the turns where they happened.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { basename, join, resolve, sep } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
 import type { AgentToolCallRecord, TurnRecord, UserAction } from "../conversation.js";
 import type { UsersSummary } from "../run/summary.js";
@@ -35,12 +35,35 @@ export interface UsersReportOptions {
   maxValueChars?: number;
   /** Agent tool calls shown per reply, and user actions per turn (default 50). */
   maxCallsShown?: number;
+  /**
+   * The run folder: the screenshots of browser runs (`screenshots/…`, relative to it) are embedded as
+   * images, up to `maxScreenshotBytes` in all (default 25 MB); later ones are named, not shown.
+   */
+  screenshotsRoot?: string;
+  maxScreenshotBytes?: number;
 }
 
 interface Limits {
   message: number;
   value: number;
   calls: number;
+  /** A screenshot as a data: URL, or undefined when it cannot or may not be embedded. */
+  image: (relative: string) => string | undefined;
+}
+
+/** Reads screenshots under `root` as data: URLs until `budget` bytes; paths outside it are refused. */
+function imageLoader(root: string | undefined, budget: number): Limits["image"] {
+  let left = budget;
+  return (relative) => {
+    if (!root || !relative.endsWith(".png")) return undefined;
+    const base = resolve(root);
+    const file = resolve(base, relative);
+    if (!file.startsWith(`${base}${sep}`) || !existsSync(file)) return undefined;
+    const size = statSync(file).size;
+    if (size > left) return undefined;
+    left -= size;
+    return `data:image/png;base64,${readFileSync(file).toString("base64")}`;
+  };
 }
 
 /** Renders the report as one HTML document (no external resource; every text from the data escaped). */
@@ -53,6 +76,7 @@ export function renderUsersReport(
     message: options.maxMessageChars ?? 4000,
     value: options.maxValueChars ?? 2000,
     calls: options.maxCallsShown ?? 50,
+    image: imageLoader(options.screenshotsRoot, options.maxScreenshotBytes ?? 25 * 1024 * 1024),
   };
   const settings = (summary?.settings ?? {}) as Partial<UsersSummary["settings"]>;
   const title = options.title ?? `terrarium users run: ${String(settings.agent ?? "unknown agent")}`;
@@ -88,7 +112,7 @@ export function renderUsersReportFromFolder(
 ): { html: string; summary: UsersSummary } {
   const summary = readUsersSummary(dir);
   const runs = readTranscripts(dir);
-  return { html: renderUsersReport(summary, runs, options), summary };
+  return { html: renderUsersReport(summary, runs, { screenshotsRoot: dir, ...options }), summary };
 }
 
 /**
@@ -288,6 +312,15 @@ function status(value: unknown): string {
   return `<span class="tag${text === "ok" ? "" : " bad"}">${esc(text)}</span>`;
 }
 
+/** The page a UI action was taken on: embedded when it may be, else its file named. */
+function screenshot(path: unknown, limits: Limits): string {
+  if (typeof path !== "string" || path === "") return "";
+  const url = limits.image(path);
+  return url
+    ? `<details class="shot"><summary>page before this action</summary><img alt="screenshot ${esc(path)}" src="${url}"></details>`
+    : `<div class="muted">screenshot: ${esc(path)}</div>`;
+}
+
 function userActions(actions: UserAction[], limits: Limits): string {
   if (actions.length === 0) return "";
   const shown = actions.slice(0, limits.calls);
@@ -295,7 +328,7 @@ function userActions(actions: UserAction[], limits: Limits): string {
     .map(
       (action) =>
         `<li><strong>${esc(action?.tool)}</strong> ${status(action?.status)}${action?.message ? ` ${esc(truncate(String(action.message), limits.value))}` : ""}
-<details><summary>arguments and data</summary>${valueBlock(action?.arguments, limits)}${action?.data === undefined ? "" : valueBlock(action.data, limits)}</details></li>`,
+<details><summary>arguments and data</summary>${valueBlock(action?.arguments, limits)}${action?.data === undefined ? "" : valueBlock(action.data, limits)}</details>${screenshot(action?.screenshot, limits)}</li>`,
     )
     .join("\n");
   const more =

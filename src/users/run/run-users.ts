@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
@@ -326,6 +326,10 @@ async function playInBrowser(
         : {}),
       ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
     });
+    // Screenshots are named relative to the run folder, so the folder can move.
+    for (const turn of played.turns)
+      for (const action of turn.actions)
+        if (action.screenshot) action.screenshot = relative(options.outDir, action.screenshot);
     const finalState =
       played.sessionId && target.finalState
         ? await target.finalState(played.sessionId).catch(() => undefined)

@@ -162,7 +162,7 @@ back to roles.default; --user-model and --judge-model override them.
           if (kept > 0) io.stderr.write(`kept ${kept} finished run(s) from ${options.out}\n`);
           writeFileSync(
             join(options.out, "report.html"),
-            renderUsersReport(summary, readTranscripts(options.out)),
+            renderUsersReport(summary, readTranscripts(options.out), { screenshotsRoot: options.out }),
           );
           if (options.json) io.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
           else printTableRow(io, summary, options.out);
