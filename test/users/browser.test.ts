@@ -289,6 +289,14 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       ]);
       expect(narrowed.sessionId).toBeUndefined();
 
+      // A shadow root written a few characters at a time after its request: settle waits for the last write.
+      await session.act({ type: "type", target: "coupon-code-input", text: "SAVE10" });
+      const applied = await session.act({ type: "click", target: "apply-button" });
+      expect(applied).toMatchObject({ ok: true, settled: true });
+      expect(applied.settleMs).toBeGreaterThanOrEqual(REPLY_DELAY_MS + 400);
+      expect(applied.settleMs).toBeLessThan(3000);
+      expect(await session.page.locator("acme-helper .out").textContent()).toBe("Coupon SAVE10 applied");
+
       // settle on a quiet page returns after the quiet window, far under the cap.
       const quiet = await session.settle();
       expect(quiet.settled).toBe(true);
@@ -461,6 +469,35 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       expect((await session.observe()).tabs).toHaveLength(1);
     } finally {
       await session.close();
+    }
+  });
+
+  it("reads and drives a chat widget from another origin", async () => {
+    const other = await startServer();
+    const session = await driver.newSession();
+    try {
+      await session.goto(`${base}/cross-origin.html?chat=${encodeURIComponent(`${other.base}/chat.html`)}`);
+      const observation = await session.observe();
+      expect(byLabel(observation, "Chat message")).toMatchObject({
+        id: "chat-message-input",
+        frame: "iframe#widget",
+      });
+      const sent = await session.act({ type: "type", target: "chat-message-input", text: "hi", enter: true });
+      expect(sent).toMatchObject({ ok: true, settled: true });
+      expect(other.replies()).toBe(1);
+      expect(await session.readChat()).toEqual({
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "agent", content: "You said: hi" },
+        ],
+        sessionId: "sess-42",
+      });
+      expect(
+        (await session.readChat({ frame: "#widget", message: "[data-chat-role=agent]" })).messages,
+      ).toEqual([{ role: "agent", content: "You said: hi" }]);
+    } finally {
+      await session.close();
+      await new Promise((done) => other.server.close(done));
     }
   });
 
