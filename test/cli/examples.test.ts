@@ -828,6 +828,39 @@ async function runServe(args: string[], cwd: string): Promise<void> {
   }
 }
 
+/** `users demo` on port 0 until it says where the shop is; then a page and one chat turn, then SIGTERM. */
+async function runDemo(args: string[], cwd: string): Promise<void> {
+  const portAt = args.indexOf("--port");
+  const served =
+    portAt >= 0 ? args.map((arg, i) => (i === portAt + 1 ? "0" : arg)) : [...args, "--port", "0"];
+  const child = spawnCli(served, cwd);
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let text = "";
+      child.stderr?.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+        const match = /terrarium demo shop at (http:\/\/\S+)/.exec(text);
+        if (match) resolve((match[1] as string).replace(/\/$/, ""));
+      });
+      child.on("exit", (code) => reject(new Error(`users demo exited (${code}) before serving:\n${text}`)));
+    });
+    expect((await fetch(`${url}/`)).status).toBe(200);
+    const chat = await fetch(`${url}/api/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: "Hi, I want to return an item." }),
+    });
+    expect(chat.status).toBe(200);
+    expect(((await chat.json()) as { reply: string }).reply).toEqual(expect.any(String));
+  } finally {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  }
+}
+
 /** `mcp` as an MCP client sees it: it connects over stdio and lists the tools. */
 async function runMcp(args: string[], cwd: string): Promise<void> {
   const transport = new StdioClientTransport({
@@ -856,7 +889,13 @@ async function runMcp(args: string[], cwd: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // The examples
 
-const LONG_RUNNING = new Set(["serve", "mcp"]);
+const LONG_RUNNING = new Set(["serve", "mcp", "users demo"]);
+
+/** The long-running command of an example (`serve`, `mcp`, `users demo`), if it is one. */
+function longRunning(args: string[]): string | undefined {
+  const words = commandOf(args);
+  return [words.join(" "), words[0] ?? ""].find((name) => LONG_RUNNING.has(name));
+}
 
 /** Splits an example into its arguments (without `terrarium`) and the file of a `> file` redirection. */
 function parseExample(line: string): { args: string[]; redirect?: string } {
@@ -896,7 +935,7 @@ describe("examples in --help and README.md", () => {
 
   for (const example of examples.values()) {
     const { args: written, redirect } = parseExample(example.line);
-    if (LONG_RUNNING.has(commandOf(written)[0] as string)) continue;
+    if (longRunning(written)) continue;
     testFor(example)(
       named(example),
       async () => {
@@ -920,13 +959,14 @@ describe("examples in --help and README.md", () => {
 describe.concurrent("long-running examples in --help and README.md (serve, mcp)", () => {
   for (const example of examples.values()) {
     const { args } = parseExample(example.line);
-    const command = commandOf(args)[0] as string;
-    if (!LONG_RUNNING.has(command)) continue;
+    const command = longRunning(args);
+    if (!command) continue;
     testFor(example)(
       named(example),
       async () => {
         const cwd = await prepare(args);
         if (command === "serve") await runServe(args, cwd);
+        else if (command === "users demo") await runDemo(args, cwd);
         else await runMcp(args, cwd);
       },
       60_000,

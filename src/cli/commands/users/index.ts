@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { CliIo } from "../../io.js";
+import { registerUsersDemoCommand } from "./demo.js";
 import { registerUsersGenerateCommand } from "./generate.js";
 import { registerUsersReportCommands } from "./report.js";
 import { registerUsersRunCommand } from "./run.js";
@@ -18,4 +19,5 @@ export function registerUsersCommands(
   registerUsersGenerateCommand(users, io, setExitCode);
   registerUsersRunCommand(users, io, setExitCode);
   registerUsersReportCommands(users, io);
+  registerUsersDemoCommand(users, io);
 }
