@@ -180,6 +180,17 @@ describe("users/browser: URLs and the page script", () => {
     for (const bad of ["javascript:alert(1)", "data:text/html,hi", "chrome://settings", "about:blank"])
       expect(checkUrl(bad)).toEqual({ error: expect.stringContaining("not allowed") });
     expect(checkUrl("")).toEqual({ error: "the url is empty" });
+    // Actions open local files only inside the folder of the local page the session opened.
+    expect(checkUrl("file:///site/sub/b.html", undefined, "/site")).toEqual({
+      url: "file:///site/sub/b.html",
+    });
+    expect(checkUrl("../etc/passwd", "file:///site/a.html", "/site")).toEqual({
+      error: "file: URLs are allowed only inside /site, the folder of the page the session opened",
+    });
+    expect(checkUrl("file:///site2/x.html", undefined, "/site")).toHaveProperty("error");
+    expect(checkUrl("file:///etc/passwd", undefined, null)).toEqual({
+      error: "file: URLs are allowed only when the session opened a local page",
+    });
     expect(checkUrl("not a url")).toEqual({ error: '"not a url" is not a URL' });
   });
 

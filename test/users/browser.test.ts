@@ -458,6 +458,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       await fails({ type: "close_tab" }, /cannot close the last tab/);
       await fails({ type: "goto_url", url: "javascript:alert(1)" }, /javascript: URLs are not allowed/);
       await fails({ type: "new_tab", url: "data:text/html,hi" }, /data: URLs are not allowed/);
+      await fails({ type: "goto_url", url: "file:///etc/passwd" }, /file: URLs are allowed only when/);
       await session.act({ type: "new_tab" });
       await fails({ type: "back" }, /no earlier page/);
       await fails({ type: "forward" }, /no later page/);
@@ -467,6 +468,12 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       await fails({ type: "fly" } as never, /unknown action "fly"/);
       await fails({ type: "goto_url", url: "http://127.0.0.1:1/" }, /net::ERR_/);
       expect((await session.observe()).tabs).toHaveLength(1);
+
+      // A dialog does not block the page: it is accepted and mentioned in the next observation.
+      await session.page.evaluate(`alert("Saved!")`);
+      expect((await session.observe()).text).toContain(
+        'Note: the page opened a dialog (alert): "Saved!" (accepted)',
+      );
     } finally {
       await session.close();
     }

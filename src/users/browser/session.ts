@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Frame, Locator, Page, Request } from "playwright-core";
 import { TerrariumError } from "../../core/errors.js";
 import { pageCall } from "./page-script.js";
@@ -139,9 +140,14 @@ const ALLOWED_SCHEMES = new Set(["http:", "https:", "file:"]);
 
 /**
  * The URL an action or `goto` may open: http(s) and file URLs only (never `javascript:`, `data:`,
- * `chrome:`…); a relative URL is resolved against the current page.
+ * `chrome:`…); a relative URL is resolved against the current page. With `fileRoot`, a file URL must lie
+ * inside that folder (the simulated user may browse a local site, not the machine's files).
  */
-export function checkUrl(url: string, base?: string): { url: string } | { error: string } {
+export function checkUrl(
+  url: string,
+  base?: string,
+  fileRoot?: string | null,
+): { url: string } | { error: string } {
   if (typeof url !== "string" || url.trim() === "") return { error: "the url is empty" };
   let parsed: URL;
   try {
@@ -151,6 +157,16 @@ export function checkUrl(url: string, base?: string): { url: string } | { error:
   }
   if (!ALLOWED_SCHEMES.has(parsed.protocol))
     return { error: `${parsed.protocol} URLs are not allowed (only http, https and file)` };
+  if (parsed.protocol === "file:" && fileRoot !== undefined) {
+    const path = parsed.host === "" ? resolve(fileURLToPath(parsed)) : "";
+    if (fileRoot === null || path === "" || !(path === fileRoot || path.startsWith(`${fileRoot}${sep}`)))
+      return {
+        error:
+          fileRoot === null
+            ? "file: URLs are allowed only when the session opened a local page"
+            : `file: URLs are allowed only inside ${fileRoot}, the folder of the page the session opened`,
+      };
+  }
   return { url: parsed.href };
 }
 
@@ -167,6 +183,8 @@ export class BrowserSession {
   private notes: string[] = [];
   private closed = false;
   private terminated = false;
+  /** The folder of the local page `goto` opened: actions may open file URLs inside it only. */
+  private fileRoot: string | null = null;
   private readonly closeHandlers: Array<() => void> = [];
   private readonly actionTimeoutMs: number;
   private readonly navigationTimeoutMs: number;
@@ -227,7 +245,7 @@ export class BrowserSession {
       page.on("requestfailed", finished);
       page.on("dialog", (dialog) => {
         this.notes.push(
-          `the page showed a ${dialog.type()} dialog: ${JSON.stringify(dialog.message().slice(0, 300))} (${dialog.type() === "alert" ? "accepted" : "dismissed"})`,
+          `the page opened a dialog (${dialog.type()}): ${JSON.stringify(dialog.message().slice(0, 300))} (${dialog.type() === "alert" ? "accepted" : "dismissed"})`,
         );
         (dialog.type() === "alert" ? dialog.accept() : dialog.dismiss()).catch(() => undefined);
       });
@@ -266,6 +284,7 @@ export class BrowserSession {
     const tab = await this.ensureTab();
     const checked = checkUrl(url, tab.page.url());
     if ("error" in checked) throw new TerrariumError("INVALID_INPUT", `cannot open ${url}: ${checked.error}`);
+    if (checked.url.startsWith("file:")) this.fileRoot = dirname(resolve(fileURLToPath(checked.url)));
     try {
       await tab.page.goto(checked.url, { waitUntil: "domcontentloaded" });
     } catch (error) {
@@ -600,7 +619,7 @@ export class BrowserSession {
         return undefined;
       }
       case "goto_url": {
-        const checked = checkUrl(action.url, page.url());
+        const checked = checkUrl(action.url, page.url(), this.fileRoot);
         if ("error" in checked) return checked.error;
         await page.goto(checked.url, { waitUntil: "domcontentloaded" });
         return undefined;
@@ -624,7 +643,7 @@ export class BrowserSession {
       case "new_tab": {
         let url: string | undefined;
         if (action.url !== undefined && action.url !== "") {
-          const checked = checkUrl(action.url, page.url());
+          const checked = checkUrl(action.url, page.url(), this.fileRoot);
           if ("error" in checked) return checked.error;
           url = checked.url;
         }
