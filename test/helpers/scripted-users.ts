@@ -14,6 +14,9 @@ export function scriptedUsersResponder(options: { agentReply?: string; flagHelpf
     const last = messages.at(-1);
     if (schema === "user_turn_plan")
       return json({ known: ["my order number"], needed: ["the return"], nextStep: "ask for the return" });
+    if (model === "user" && schema === "route_decision") return route(messages);
+    if (model === "user" && schema === "ui_action") return uiAction(messages);
+    if (model === "user" && body?.tool_choice === "required") return userTool(body);
     if (model === "user") return userAct(body, messages, last);
     if (model === "agent") return plannerAgent(last, options.agentReply);
     if (model === "my-agent") return chatAgent(last);
@@ -44,6 +47,54 @@ function userAct(body: any, messages: any[], last: any): ScriptStep {
     return { reply: { toolCalls: calls } };
   }
   return { reply: { content: "Great, that is all I needed, thank you. ###STOP###" } };
+}
+
+/** The prompt of a browser step: the page, the plan and the user's last actions. */
+function stepText(messages: any[]): string {
+  return String(messages.at(-1)?.content ?? "");
+}
+
+/** Hybrid routing: look the order up with a tool first, then act on the page. */
+function route(messages: any[]): ScriptStep {
+  const usedTool = /^- tool /m.test(stepText(messages));
+  return json({
+    channel: usedTool ? "ui" : "api",
+    reason: usedTool ? "talk to the agent" : "check my notes first",
+  });
+}
+
+function userTool(body: any): ScriptStep {
+  const names = new Set<string>((body?.tools ?? []).map((tool: any) => tool.function?.name));
+  const call = names.has("check_order_status")
+    ? { name: "check_order_status", arguments: { order_id: "#W2378156" } }
+    : { name: "search_knowledge", arguments: { query: "order" } };
+  return { reply: { toolCalls: [call] } };
+}
+
+const NO_FIELDS = {
+  target: null,
+  text: null,
+  enter: null,
+  value: null,
+  key: null,
+  direction: null,
+  url: null,
+  index: null,
+};
+
+/**
+ * UI steps on the demo shop: type the request into the chat widget's input (found by its id in the page
+ * description), and once the agent has answered, thank it and stop.
+ */
+function uiAction(messages: any[]): ScriptStep {
+  const text = stepText(messages);
+  const input = /\[([^\]]+)\] input\b[^\n]*"(?:[^"]*message[^"]*)"/i.exec(text)?.[1];
+  const typed = /^- page type /m.test(text);
+  if (!input) return json({ ...NO_FIELDS, type: "terminate" });
+  const message = typed
+    ? "Thanks, that is all I needed. ###STOP###"
+    : "Hi, I want to return the headphones from order #W2378156. My email is yusuf.rossi7301@example.com.";
+  return json({ ...NO_FIELDS, type: "type", target: input, text: message, enter: true });
 }
 
 function plannerAgent(last: any, reply?: string): ScriptStep {

@@ -114,12 +114,12 @@ export async function simulateBrowserConversation(
   // The agent's tool calls, placed on the turn that was current when they were first seen.
   const callsByTurn: AgentToolCallRecord[][] = [];
   let callsSeen = 0;
-  const collectCalls = async (sessionId: string | undefined) => {
+  const collectCalls = async (sessionId: string | undefined, userMessagesNow: number) => {
     if (!sessionId || !options.agentCalls) return;
     const calls = await options.agentCalls(sessionId);
     const fresh = calls.slice(callsSeen);
     callsSeen = calls.length;
-    const at = Math.max(0, turns.length - 1);
+    const at = Math.max(0, userMessagesNow - 1);
     callsByTurn[at] = [...(callsByTurn[at] ?? []), ...fresh];
   };
   const account = (result: CallResult) => {
@@ -169,7 +169,7 @@ export async function simulateBrowserConversation(
         });
       if (!plan || agentCount !== agentSeen) {
         agentSeen = agentCount;
-        await collectCalls(chat.sessionId);
+        await collectCalls(chat.sessionId, userCount);
         const planned = await models.generateObject<UserTurnPlan>({
           ...call(options.model, `${turnOf(step)}/plan`),
           messages: [...base, { role: "user", content: view(PLAN_ASK) }],
@@ -263,7 +263,9 @@ export async function simulateBrowserConversation(
     messages: [] as Array<{ role: "user" | "agent"; content: string }>,
     sessionId: undefined,
   }));
-  await collectCalls(final.sessionId).catch(() => undefined);
+  await collectCalls(final.sessionId, final.messages.filter((m) => m.role === "user").length).catch(
+    () => undefined,
+  );
   turns = assembleTurns(final.messages, turns, pending, usage, callsByTurn);
   return {
     turns,
