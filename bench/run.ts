@@ -13,6 +13,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   state: async () => (await import("./state.js")).benchState(),
   catalog: async () => (await import("./catalog.js")).benchCatalog(),
   users: async () => (await import("./users.js")).benchUsers(),
+  browser: async () => (await import("./browser.js")).benchBrowser(),
 };
 
 async function main(): Promise<void> {
