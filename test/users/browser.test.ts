@@ -126,6 +126,8 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
         "Hide details",
         "Order details",
         "Menu",
+        "View options",
+        "View options",
         "Open help center",
         "Go to page two",
         "Apply",
@@ -165,6 +167,12 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
         tag: "a",
       });
       expect(byLabel(observation, "Premium plan details")).toMatchObject({ tag: "div", kind: "clickable" });
+
+      // A label that repeats takes the heading that tells its element apart.
+      expect(elements.filter((e) => e.label === "View options").map((e) => e.id)).toEqual([
+        "red-mug-view-options-button",
+        "blue-mug-view-options-button",
+      ]);
 
       // Hidden ones are not observed: display:none, aria-hidden, visibility:hidden, zero size, the menu.
       for (const hidden of ["Secret", "Ghost", "Invisible", "Tiny", "Settings"])
@@ -208,17 +216,24 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       });
       expect(result).toMatchObject({ ok: true, settled: true });
       const third = await session.observe();
-      const before = new Map(
-        first.elements.map((element) => [`${element.frame}|${element.kind}|${element.label}`, element.id]),
-      );
-      const added = third.elements.filter(
-        (element) => !before.has(`${element.frame}|${element.kind}|${element.label}`),
-      );
+      // Elements keyed by where they are and what they say (with the occurrence, for repeated labels).
+      const keys = (elements: ObservedElement[]) => {
+        const seen = new Map<string, number>();
+        return elements.map((element) => {
+          const key = `${element.frame}|${element.kind}|${element.label}`;
+          seen.set(key, (seen.get(key) ?? 0) + 1);
+          return `${key}|${seen.get(key)}`;
+        });
+      };
+      const before = new Map(keys(first.elements).map((key, i) => [key, first.elements[i]?.id]));
+      const thirdKeys = keys(third.elements);
+      const added = third.elements.filter((_, i) => !before.has(thirdKeys[i] as string));
       expect(added).toEqual([
         { id: "track-order-link", kind: "clickable", tag: "a", label: "Track order", frame: "iframe#chat" },
       ]);
-      for (const element of third.elements.filter((e) => !added.includes(e)))
-        expect(element.id).toBe(before.get(`${element.frame}|${element.kind}|${element.label}`));
+      third.elements.forEach((element, i) => {
+        if (!added.includes(element)) expect(element.id).toBe(before.get(thirdKeys[i] as string));
+      });
 
       // A second reply's link is a new element with the same label: a new id, the first keeps its own.
       await session.act({ type: "type", target: "chat-message-input", text: "track it again", enter: true });
@@ -274,7 +289,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
         sessionId: "sess-42",
       });
       const observation = await session.observe();
-      expect(observation.text).toContain("You said: hello there");
+      expect(observation.text).toContain("(user) hello there\n(agent) You said: hello there");
 
       // Clicking Send works as well, and the frame selector of a locator narrows the reading.
       await session.act({ type: "type", target: "chat-message-input", text: "second" });

@@ -367,7 +367,38 @@ const BODY = String.raw`
     }
   }
 
-  function observe() {
+  /**
+   * For elements whose new id would repeat within this document ("View options" on every product), the
+   * heading of the smallest ancestor that holds one of them only: "action-camera" (slug, 3 words).
+   */
+  function addContexts(nodes, elements) {
+    var counts = {};
+    elements.forEach(function (e) {
+      counts[e.base] = (counts[e.base] || 0) + 1;
+    });
+    elements.forEach(function (e, i) {
+      if (counts[e.base] < 2 || e.existingId) return;
+      var el = nodes[i];
+      var a = parentOf(el);
+      for (var depth = 0; a && depth < 8; depth++, a = parentOf(a)) {
+        var same = 0;
+        for (var j = 0; j < nodes.length && same < 2; j++) {
+          if (elements[j].base === e.base && (a === nodes[j] || a.contains(nodes[j]))) same++;
+        }
+        if (same > 1) return;
+        var root = a.shadowRoot || a;
+        var heading = root.querySelector && root.querySelector("h1, h2, h3, h4, h5, h6, [role=heading], legend, caption");
+        if (heading && !el.contains(heading)) {
+          var words = slug(heading.textContent).split("-").slice(0, 3).join("-");
+          if (words) e.context = words;
+          return;
+        }
+      }
+    });
+  }
+
+  function observe(options) {
+    var roleAttribute = (options && options.roleAttribute) || "data-chat-role";
     var elements = [];
     var nodes = [];
     var lines = [];
@@ -393,7 +424,12 @@ const BODY = String.raw`
         var own = clean(out.own.join(""));
         if (/[\p{L}\p{N}]/u.test(own)) {
           var level = HEADINGS[tag] || (roleOf(el) === "heading" ? Number(el.getAttribute("aria-level")) || 2 : 0);
-          lines.push(level ? { k: "h", level: level, text: clean(out.all.join(""), TEXT_MAX) } : { k: "t", text: clean(out.all.join(""), TEXT_MAX) });
+          var text = clean(out.all.join(""), TEXT_MAX);
+          if (level) lines.push({ k: "h", level: level, text: text });
+          else {
+            var speaker = chatRole(el, roleAttribute);
+            lines.push({ k: "t", text: speaker ? "(" + speaker + ") " + text : text });
+          }
         }
       }
       var inside = insideControl || (kind !== null && shown);
@@ -402,6 +438,7 @@ const BODY = String.raw`
     }
 
     if (start) visit(start, false);
+    addContexts(nodes, elements);
     state.pending = nodes;
     return {
       url: location.href,
@@ -508,6 +545,22 @@ const BODY = String.raw`
     return { ok: true, moved: window.scrollY - y, where: "window" };
   }
 
+  function roleName(raw) {
+    var r = String(raw || "").trim().toLowerCase();
+    if (r === "user" || r === "human" || r === "customer") return "user";
+    if (r === "agent" || r === "assistant" || r === "bot") return "agent";
+    return "";
+  }
+
+  /** Who wrote a chat message this block is part of (the nearest element with the role attribute). */
+  function chatRole(el, roleAttribute) {
+    var holder = null;
+    try {
+      holder = el.closest("[" + roleAttribute + "]");
+    } catch (e) {}
+    return holder ? roleName(holder.getAttribute(roleAttribute)) : "";
+  }
+
   function readChat(message, roleAttribute, sessionAttribute) {
     var messages = [];
     var list = [];
@@ -518,8 +571,7 @@ const BODY = String.raw`
     }
     for (var i = 0; i < list.length; i++) {
       var el = list[i];
-      var raw = String(el.getAttribute(roleAttribute) || "").trim().toLowerCase();
-      var role = raw === "user" || raw === "human" || raw === "customer" ? "user" : raw === "agent" || raw === "assistant" || raw === "bot" ? "agent" : "";
+      var role = roleName(el.getAttribute(roleAttribute));
       if (!role) continue;
       var content = typeof el.innerText === "string" && isVisible(el) ? el.innerText : el.textContent;
       messages.push({ role: role, content: String(content || "").trim() });

@@ -52,6 +52,8 @@ export interface BrowserSessionOptions {
   settle?: SettleOptions;
   /** Bound of `observation.text`. Default 12000 characters. */
   maxTextChars?: number;
+  /** The page's chat: its role attribute marks who wrote each message in the text (default data-chat-role). */
+  chat?: ChatLocator;
 }
 
 export interface ChatTranscript {
@@ -333,7 +335,12 @@ export class BrowserSession {
     const results: Array<{ entry: FrameEntry; raw: RawFrameObservation }> = [];
     for (const entry of entries) {
       try {
-        const raw = await this.evaluate<RawFrameObservation | null>(entry.frame, pageCall("observe"));
+        const raw = await this.evaluate<RawFrameObservation | null>(
+          entry.frame,
+          pageCall("observe", {
+            roleAttribute: this.options.chat?.roleAttribute ?? DEFAULT_CHAT_LOCATOR.roleAttribute,
+          }),
+        );
         if (raw) results.push({ entry, raw });
       } catch {
         // A frame that navigated or went away while we looked: it is read at the next step.

@@ -16,6 +16,11 @@ export interface RawElement {
   disabled?: boolean;
   /** Shadow hops inside its document (`acme-helper>shadow`), "" outside any shadow root. */
   shadow: string;
+  /**
+   * When its slug repeats in its document: the slug of the heading that tells it apart (the product
+   * card's title), which a new id starts with (`action-camera-view-options-button`).
+   */
+  context?: string;
 }
 
 /** A line of a document's text, in document order: a heading, a text block, or an element. */
@@ -36,13 +41,14 @@ export interface RawFrameObservation {
 
 /**
  * Chooses ids for one observation of a whole page (all frames): an element keeps the id it carries unless
- * an earlier element already holds it; the others get their slug, suffixed `-2`, `-3`… until it is unused
+ * an earlier element already holds it; the others get their slug (prefixed with their context when the
+ * slug repeats in the document), suffixed `-2`, `-3`… until it is unused
  * on the page and was never given to another element of this document (`retired`), so that an id a model
  * saw earlier never comes to name a different element. Returns the ids in the frames' order and the
  * (element index, id) pairs each frame must write; `retired` gains every id in use.
  */
 export function assignIds(
-  frames: ReadonlyArray<ReadonlyArray<Pick<RawElement, "existingId" | "base">>>,
+  frames: ReadonlyArray<ReadonlyArray<Pick<RawElement, "existingId" | "base" | "context">>>,
   retired: Set<string>,
 ): { ids: string[][]; writes: Array<Array<[number, string]>> } {
   const taken = new Set<string>();
@@ -59,7 +65,8 @@ export function assignIds(
     });
   });
   for (const [f, i] of fresh) {
-    const base = (frames[f] as ReadonlyArray<Pick<RawElement, "base">>)[i]?.base || "element";
+    const element = (frames[f] as ReadonlyArray<Pick<RawElement, "base" | "context">>)[i];
+    const base = (element?.context ? `${element.context}-${element.base}` : element?.base) || "element";
     let id = base;
     for (let n = 2; taken.has(id) || retired.has(id); n++) id = `${base}-${n}`;
     taken.add(id);
