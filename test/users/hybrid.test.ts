@@ -213,6 +213,12 @@ describe("the browser user", () => {
     const prompts = backend.requests.map((r) => JSON.stringify(r.messages));
     expect(prompts.some((p) => p.includes("same thing 3 times in a row"))).toBe(true);
     expect(result.endReason).toBe("stop");
+    const stuck = await play(
+      "ui-only",
+      Array.from({ length: 8 }, () => same),
+    );
+    expect(stuck.result.endReason).toBe("repetition");
+    expect(stuck.result.steps).toHaveLength(6);
 
     const chatty = Array.from({ length: 5 }, (_, i) => ({
       ui: { type: "type", target: "chat-input", text: `question ${i}`, enter: true },

@@ -71,8 +71,10 @@ export interface BrowserConversationResult {
   sessionId?: string;
 }
 
-/** The same action this many times in a row gets a note telling the user to do something else. */
+/** The same action this many times in a row gets a note telling the user to do something else… */
 const REPEAT_LIMIT = 3;
+/** …and this many times ends the run with `repetition`. */
+const REPEAT_END = 6;
 
 /**
  * The UI-only or hybrid user (VISTA): each step it observes the page, keeps its plan up to date (when the
@@ -237,7 +239,9 @@ export async function simulateBrowserConversation(
       pending.push(action);
       const line = describeAction(action);
       recent.push(line);
-      if (recent.length >= REPEAT_LIMIT && recent.slice(-REPEAT_LIMIT).every((r) => r === line)) {
+      if (recent.length >= REPEAT_END && recent.slice(-REPEAT_END).every((r) => r === line)) {
+        endReason ??= "repetition";
+      } else if (recent.length >= REPEAT_LIMIT && recent.slice(-REPEAT_LIMIT).every((r) => r === line)) {
         notes.push(
           `You did the same thing ${REPEAT_LIMIT} times in a row (${line}). Do something else, or end the conversation.`,
         );

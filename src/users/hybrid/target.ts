@@ -1,8 +1,11 @@
 import { TerrariumError } from "../../core/errors.js";
+import type { Models } from "../../models/hub.js";
 import { TerrariumServerClient } from "../agents/http.js";
 import { recordsFromHistory } from "../agents/shared.js";
+import { launchBrowser } from "../browser/index.js";
 import type { ChatLocator } from "../browser/types.js";
 import type { AgentToolCallRecord } from "../conversation.js";
+import { type ShopDemo, startShopDemo } from "../demo/index.js";
 import type { PageSession } from "./browser-user.js";
 
 /** What a browser target needs of a browser (the driver of `src/users/browser` fits). */
@@ -35,6 +38,59 @@ export interface BrowserTarget {
 
 /** `terrarium:<url>` in `--agent-tools`: the terrarium server that serves the page's agent its tools. */
 export const TERRARIUM_SERVER_PREFIX = "terrarium:";
+
+/** `browser:demo`: terrarium's demo shop, started for the run on a free loopback port. */
+export const DEMO_SPEC = "browser:demo";
+
+/**
+ * The browser target of an `--agent browser:…` spec, with Chromium launched: a page URL, or `browser:demo`,
+ * which starts the demo shop (scripted answers, or the planner on `roles.agent` / `roles.default`) and
+ * reads its agent's tool calls from the shop's terrarium API. Closing the target closes both.
+ */
+export async function openBrowserTarget(
+  spec: string,
+  options: { models?: Models; agentTools?: string[]; seed?: string },
+): Promise<BrowserTarget> {
+  if (spec !== DEMO_SPEC) {
+    parseBrowserSpec(spec);
+    return createBrowserTarget(spec, {
+      launcher: await launchBrowser(),
+      ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+    });
+  }
+  if (options.agentTools?.length)
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--agent ${DEMO_SPEC} brings its own tools; leave out --agent-tools`,
+    );
+  const launcher = await launchBrowser();
+  let shop: ShopDemo;
+  try {
+    shop = await startShopDemo({
+      port: 0,
+      ...(options.models ? { models: options.models } : {}),
+      ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    });
+  } catch (error) {
+    await launcher.close();
+    throw error;
+  }
+  const target = await createBrowserTarget(`browser:${shop.url}`, {
+    launcher,
+    agentTools: [`${TERRARIUM_SERVER_PREFIX}${shop.url}terrarium`],
+  }).catch(async (error) => {
+    await Promise.all([launcher.close(), shop.close()]);
+    throw error;
+  });
+  return {
+    ...target,
+    spec: DEMO_SPEC,
+    close: async () => {
+      await target.close();
+      await shop.close();
+    },
+  };
+}
 
 /** The page URL of a `browser:` spec, checked (http, https or file). */
 export function parseBrowserSpec(spec: string): string {

@@ -73,6 +73,8 @@ export interface UsersRunOptions {
   mode?: UsersMode;
   /** Keep a PNG of the page per step under `screenshots/<run>/` (browser modes). */
   screenshots?: boolean;
+  /** Most observe → act steps per run in browser modes (default 8 per turn of the scenario's budget). */
+  maxSteps?: number;
   /** The `--agent-tools` sources, recorded in `run.json`. */
   agentTools?: string[];
   models: Models;
@@ -320,6 +322,7 @@ async function playInBrowser(
       seed: run.runSeed,
       model: settings.userModel,
       scope: run.runId,
+      ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
       ...(target.chat ? { chat: target.chat } : {}),
       ...(target.agentCalls
         ? { agentCalls: (id: string) => target.agentCalls?.(id) ?? Promise.resolve([]) }

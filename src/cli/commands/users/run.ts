@@ -4,8 +4,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { createAgentTarget } from "../../../users/agents/index.js";
-import { launchBrowser } from "../../../users/browser/index.js";
-import { createBrowserTarget } from "../../../users/hybrid/target.js";
+import { openBrowserTarget } from "../../../users/hybrid/target.js";
 import { parseThresholds, type Threshold } from "../../../users/metrics/index.js";
 import { renderUsersReport } from "../../../users/report/index.js";
 import {
@@ -32,6 +31,7 @@ function parseMode(value: string): UsersMode {
 
 interface UsersRunCliOptions {
   mode: UsersMode;
+  maxSteps?: number;
   screenshots?: boolean;
   scenarios: string;
   agent: string;
@@ -62,7 +62,7 @@ export function registerUsersRunCommand(
     .requiredOption("--scenarios <path>", "a scenario file or a folder of them (.yaml, .yml, .json)")
     .requiredOption(
       "--agent <target>",
-      "planner:<provider:model> | openai-compatible:<baseURL>#<model> | http:<url> | module:<file>#<export> | browser:<page url>",
+      "planner:<provider:model> | openai-compatible:<baseURL>#<model> | http:<url> | module:<file>#<export> | browser:<page url> | browser:demo (the demo shop)",
     )
     .option(
       "--agent-tools <source>",
@@ -76,6 +76,11 @@ export function registerUsersRunCommand(
       "api-only",
     )
     .option("--screenshots", "browser modes: keep a PNG of the page per step under screenshots/<run>/")
+    .option(
+      "--max-steps <n>",
+      "browser modes: most observe → act steps per run (default 8 × max_turns)",
+      parsePositiveInteger,
+    )
     .option("--http-config <file>", "for http: targets: request template, response paths, session header")
     .option(
       "--runs <k>",
@@ -105,8 +110,11 @@ Examples:
   terrarium users run --scenarios examples/users/scenarios --agent planner:openai:gpt-4.1-mini --agent-tools tau2-retail --runs 2 --out runs/retail
   terrarium users run --scenarios examples/users/scenarios --agent openai-compatible:$AGENT_URL#my-agent --agent-tools tau2-retail --out runs/mine --fail-under realism.goal=90
   terrarium users run --scenarios examples/users/scenarios --agent module:examples/users/rule-agent.mjs#reply --no-judges --concurrency 4 --out runs/quick
+  terrarium users run --scenarios examples/users/scenarios --agent browser:demo --mode hybrid --screenshots --max-steps 12 --out runs/shop
 
-$AGENT_URL is your agent's chat-completions base URL (e.g. http://127.0.0.1:8000/v1). Models: roles.user and
+$AGENT_URL is your agent's chat-completions base URL (e.g. http://127.0.0.1:8000/v1). browser:demo starts the
+demo shop (terrarium users demo) for the run; for your own page give browser:<url> and, when a terrarium
+server serves its agent's tools, --agent-tools terrarium:<server url>. Models: roles.user and
 the judge roles (realism, failures, consolidation, checklist, judge) of terrarium.config.yaml, each falling
 back to roles.default; --user-model and --judge-model override them.
 `,
@@ -126,8 +134,9 @@ back to roles.default; --user-model and --judge-model override them.
         await models.backend(models.modelFor("user"));
         if (options.judges) for (const role of JUDGE_ROLES) await models.backend(models.modelFor(role));
         const agent = options.agent.startsWith("browser:")
-          ? await createBrowserTarget(options.agent, {
-              launcher: await launchBrowser(),
+          ? await openBrowserTarget(options.agent, {
+              models,
+              seed: options.seed,
               ...(options.agentTools ? { agentTools: options.agentTools } : {}),
             })
           : await createAgentTarget(options.agent, {
@@ -150,6 +159,7 @@ back to roles.default; --user-model and --judge-model override them.
             resume: options.resume === true,
             mode: options.mode,
             ...(options.screenshots ? { screenshots: true } : {}),
+            ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
             thresholds,
             ...(options.judges ? { judges: modelJudges(models) } : {}),
             onRun: ({ run }) =>
