@@ -116,7 +116,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       // Ids are unique over the whole page (all frames) and each element has one kind.
       expect(new Set(elements.map((element) => element.id)).size).toBe(elements.length);
       const kinds = (kind: string) => elements.filter((element) => element.kind === kind).map((e) => e.label);
-      expect(kinds("input")).toEqual(["Search", "Coupon code", "Chat message"]);
+      expect(kinds("input")).toEqual(["Search", "Notes", "Coupon code", "Chat message"]);
       expect(kinds("select")).toEqual(["Topic"]);
       expect(kinds("clickable")).toEqual([
         "Search",
@@ -340,6 +340,16 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       expect(await page().textContent("#results")).toBe("Results for shoes");
       await ok({ type: "clear", target: "search-input" });
       expect(await page().inputValue("#search")).toBe("");
+
+      await ok({ type: "type", target: "notes-input", text: "call me back" });
+      expect(await page().textContent("#notes")).toBe("call me back");
+      expect(byLabel(await session.observe(), "Notes")).toMatchObject({
+        tag: "div",
+        kind: "input",
+        value: "call me back",
+      });
+      await ok({ type: "clear", target: "notes-input" });
+      expect(await page().textContent("#notes")).toBe("");
 
       await ok({ type: "type", target: "coupon-code-input", text: "SAVE10" });
       await ok({ type: "click", target: "apply-button" });
