@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { CliIo } from "../../io.js";
 import { registerUsersDemoCommand } from "./demo.js";
 import { registerUsersGenerateCommand } from "./generate.js";
+import { registerUsersObserveCommand } from "./observe.js";
 import { registerUsersReportCommands } from "./report.js";
 import { registerUsersRunCommand } from "./run.js";
 
@@ -20,4 +21,5 @@ export function registerUsersCommands(
   registerUsersRunCommand(users, io, setExitCode);
   registerUsersReportCommands(users, io);
   registerUsersDemoCommand(users, io);
+  registerUsersObserveCommand(users, io);
 }
