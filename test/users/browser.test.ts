@@ -131,6 +131,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
         "Open help center",
         "Go to page two",
         "Apply",
+        "Rate us",
         "Send",
       ]);
 
@@ -356,6 +357,14 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       let observation = await session.observe();
       expect(observation.text).toContain("Coupon SAVE10 applied");
       expect(byLabel(observation, "Coupon code").value).toBe("SAVE10");
+
+      // A closed shadow root is reached too (its root was kept when the page created it).
+      expect(byLabel(observation, "Rate us")).toMatchObject({
+        id: "rate-us-button",
+        frame: "acme-rating>shadow",
+      });
+      await ok({ type: "click", target: "rate-us-button" });
+      expect((await session.observe()).text).toContain("Thanks for rating");
 
       await ok({ type: "select", target: "topic-select", value: "shipping" });
       expect(await page().inputValue("#topic")).toBe("shipping");

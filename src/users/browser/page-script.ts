@@ -7,7 +7,8 @@ import { SEMANTIC_ID_ATTRIBUTE } from "./types.js";
  * through `globalThis.__terrariumUi`. Installing twice is harmless: a document keeps its first copy.
  *
  * What it does, per document:
- * - `observe()`: walks the flat tree (open shadow roots entered, slots followed, iframes left to the
+ * - `observe()`: walks the flat tree (shadow roots entered — open ones, and closed ones too, since the
+ *   wrapped `attachShadow` keeps them —, slots followed, iframes left to the
  *   session, which evaluates this script in each frame) and returns the visible elements a user can act
  *   on, each classified into exactly one kind, plus headings and short text blocks in document order.
  *   Each element carries the semantic id it already has (read from the one attribute terrarium writes)
@@ -34,6 +35,7 @@ const BODY = String.raw`
     ids: new WeakMap(),
     owners: new Map(),
     pending: [],
+    closedRoots: new WeakMap(),
     lastMutation: Date.now(),
     token: Math.random().toString(36).slice(2) + Date.now().toString(36),
   };
@@ -61,6 +63,7 @@ const BODY = String.raw`
     if (originalAttach && !originalAttach.__terrarium) {
       var wrapped = function attachShadow(init) {
         var root = originalAttach.call(this, init);
+        if (init && init.mode === "closed") state.closedRoots.set(this, root);
         watch(root);
         state.lastMutation = Date.now();
         return root;
@@ -326,11 +329,17 @@ const BODY = String.raw`
     return item;
   }
 
+  /** An element's shadow root: open ones, and closed ones created after this script was installed. */
+  function shadowOf(el) {
+    return el.shadowRoot || (el.nodeType === 1 && state.closedRoots.get(el)) || null;
+  }
+
   /** Children in the flat tree: a host's shadow root, a slot's assigned nodes (or its fallback). */
   function flatChildren(node) {
-    if (node.shadowRoot) {
-      watch(node.shadowRoot);
-      return node.shadowRoot.childNodes;
+    var shadow = shadowOf(node);
+    if (shadow) {
+      watch(shadow);
+      return shadow.childNodes;
     }
     if (node.localName === "slot" && typeof node.assignedNodes === "function") {
       var assigned = node.assignedNodes({ flatten: true });
@@ -386,7 +395,7 @@ const BODY = String.raw`
           if (elements[j].base === e.base && (a === nodes[j] || a.contains(nodes[j]))) same++;
         }
         if (same > 1) return;
-        var root = a.shadowRoot || a;
+        var root = shadowOf(a) || a;
         var heading = root.querySelector && root.querySelector("h1, h2, h3, h4, h5, h6, [role=heading], legend, caption");
         if (heading && !el.contains(heading)) {
           var words = slug(heading.textContent).split("-").slice(0, 3).join("-");
@@ -471,7 +480,7 @@ const BODY = String.raw`
     return true;
   }
 
-  /** Every element matching a selector in the document and in every open shadow root, in tree order. */
+  /** Every element matching a selector in the document and in every shadow root we know, in tree order. */
   function deepQuery(selector) {
     var found = [];
     function walk(root) {
@@ -479,7 +488,8 @@ const BODY = String.raw`
       for (var i = 0; i < all.length; i++) {
         var el = all[i];
         if (el.matches(selector)) found.push(el);
-        if (el.shadowRoot) walk(el.shadowRoot);
+        var shadow = shadowOf(el);
+        if (shadow) walk(shadow);
       }
     }
     walk(document);
@@ -489,6 +499,13 @@ const BODY = String.raw`
   function byId(id) {
     var sel = "[" + ATTR + '="' + String(id).replace(/["\\]/g, "\\$&") + '"]';
     return deepQuery(sel);
+  }
+
+  /** The first visible element with this id (what actions act on), or null. */
+  function element(id) {
+    var all = byId(id);
+    for (var i = 0; i < all.length; i++) if (isVisible(all[i])) return all[i];
+    return null;
   }
 
   /** What an action needs to know about its target in this document. */
@@ -593,6 +610,7 @@ const BODY = String.raw`
     observe: observe,
     assign: assign,
     probe: probe,
+    element: element,
     scroll: scroll,
     readChat: readChat,
     lastMutation: lastMutation,

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Browser, BrowserContext, Frame, Locator, Page, Request } from "playwright-core";
+import type { Browser, BrowserContext, ElementHandle, Frame, Page, Request } from "playwright-core";
 import { TerrariumError } from "../../core/errors.js";
 import { pageCall } from "./page-script.js";
 import {
@@ -18,7 +18,6 @@ import {
   DEFAULT_CHAT_LOCATOR,
   type Observation,
   type ObservedElement,
-  SEMANTIC_ID_ATTRIBUTE,
   type TabInfo,
   UI_ACTION_TYPES,
   type UiAction,
@@ -78,6 +77,13 @@ interface Tab {
   retired: Set<string>;
 }
 
+/** An action's target: its frame, a handle on the element, what the page script knows of it. */
+interface Target {
+  frame: Frame;
+  locator: ElementHandle;
+  probe: Probe;
+}
+
 interface FrameEntry {
   frame: Frame;
   path: string;
@@ -134,10 +140,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 
 const wait = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
-function cssString(value: string): string {
-  return `"${value.replace(/["\\]/g, "\\$&").replace(/\n/g, "\\a ")}"`;
-}
-
 const ALLOWED_SCHEMES = new Set(["http:", "https:", "file:"]);
 
 /**
@@ -188,6 +190,8 @@ export class BrowserSession {
   /** The folder of the local page `goto` opened: actions may open file URLs inside it only. */
   private fileRoot: string | null = null;
   private readonly closeHandlers: Array<() => void> = [];
+  /** Element handles taken by the current action, released when it ends. */
+  private handles: ElementHandle[] = [];
   private readonly actionTimeoutMs: number;
   private readonly navigationTimeoutMs: number;
 
@@ -320,6 +324,21 @@ export class BrowserSession {
     };
     await visit(page.mainFrame(), "");
     return out;
+  }
+
+  private async evaluateHandle(frame: Frame, expression: string): Promise<ElementHandle | null> {
+    const handle = await withTimeout(
+      frame.evaluateHandle(expression),
+      EVALUATE_TIMEOUT_MS,
+      "the page script",
+    );
+    const element = handle.asElement();
+    if (!element) {
+      await handle.dispose().catch(() => undefined);
+      return null;
+    }
+    this.handles.push(element);
+    return element as ElementHandle;
   }
 
   private async evaluate<T>(frame: Frame, expression: string): Promise<T> {
@@ -475,8 +494,11 @@ export class BrowserSession {
     return { ms: Date.now() - start, settled: true, pendingRequests: 0 };
   }
 
-  /** Finds a target by semantic id in every frame (shadow roots included): its frame, a locator, a probe. */
-  private async locate(id: unknown): Promise<{ frame: Frame; locator: Locator; probe: Probe } | string> {
+  /**
+   * Finds a target by semantic id in every frame (shadow roots included, closed ones too): its frame, a
+   * handle on the element (released after the action) and what the page script knows of it.
+   */
+  private async locate(id: unknown): Promise<Target | string> {
     if (typeof id !== "string" || id.trim() === "") return "the action needs a target: an element id";
     const tab = this.activeTab();
     let hidden: Probe | undefined;
@@ -492,11 +514,9 @@ export class BrowserSession {
         hidden ??= probe;
         continue;
       }
-      const locator = entry.frame
-        .locator(`[${SEMANTIC_ID_ATTRIBUTE}=${cssString(id)}]`)
-        .filter({ visible: true })
-        .first();
-      return { frame: entry.frame, locator, probe };
+      const handle = await this.evaluateHandle(entry.frame, pageCall("element", id));
+      if (!handle) continue;
+      return { frame: entry.frame, locator: handle, probe };
     }
     if (hidden) return `element "${id}" is hidden (not visible on the page)`;
     return `no element with id "${id}" on the page (use an id from the latest observation)`;
@@ -506,7 +526,7 @@ export class BrowserSession {
     id: unknown,
     need: "any" | "input" | "select",
     options: { enabled?: boolean } = {},
-  ): Promise<{ frame: Frame; locator: Locator; probe: Probe } | string> {
+  ): Promise<Target | string> {
     const found = await this.locate(id);
     if (typeof found === "string") return found;
     const { probe } = found;
@@ -533,6 +553,10 @@ export class BrowserSession {
         error = await this.perform(action);
       } catch (caught) {
         error = firstLine(caught);
+      } finally {
+        const handles = this.handles;
+        this.handles = [];
+        await Promise.all(handles.map((handle) => handle.dispose().catch(() => undefined)));
       }
     }
     const actionMs = Date.now() - started;
