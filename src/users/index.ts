@@ -3,8 +3,11 @@
  * test, the judges, the metrics, runs with transcripts and summaries, reports, and scenario generation.
  */
 export * from "./agents/index.js";
+export * from "./browser/index.js";
 export * from "./conversation.js";
+export * from "./demo/index.js";
 export * from "./generate/index.js";
+export * from "./hybrid/index.js";
 // Names two folders share: the explicit export picks one, the other is renamed.
 export type { RealismVerdict, RunJudgement } from "./judges/index.js";
 export * from "./judges/index.js";
