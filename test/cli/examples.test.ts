@@ -774,21 +774,48 @@ function policySimulator(args: string[], tool: { name: string; effect?: string }
  * `serve` on port 0 until it says it serves; then a session and one call over HTTP, to a tool that is not
  * proxied (a proxied call would go to the real API named by `--proxy`, on the network).
  */
-async function runServe(args: string[], cwd: string): Promise<void> {
+/**
+ * A server command with `--port 0` (replacing a given port), as a child process, and the URL it prints
+ * on stderr (`pattern`'s first group, without a trailing slash) once it serves.
+ */
+async function startListening(
+  args: string[],
+  cwd: string,
+  pattern: RegExp,
+): Promise<{ child: ChildProcess; url: string }> {
   const portAt = args.indexOf("--port");
   const served =
     portAt >= 0 ? args.map((arg, i) => (i === portAt + 1 ? "0" : arg)) : [...args, "--port", "0"];
   const child = spawnCli(served, cwd);
-  try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let text = "";
-      child.stderr?.on("data", (chunk: Buffer) => {
-        text += chunk.toString();
-        const match = /terrarium serving \d+ tools at (http:\/\/\S+)/.exec(text);
-        if (match) resolve(match[1] as string);
-      });
-      child.on("exit", (code) => reject(new Error(`serve exited (${code}) before serving:\n${text}`)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let text = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = pattern.exec(text);
+      if (match) resolve((match[1] as string).replace(/\/$/, ""));
     });
+    child.on("exit", (code) =>
+      reject(new Error(`${args.join(" ")} exited (${code}) before serving:\n${text}`)),
+    );
+  }).catch(async (error) => {
+    await stopChild(child);
+    throw error;
+  });
+  return { child, url };
+}
+
+/** SIGTERM, and wait for the exit. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGTERM");
+    await exited;
+  }
+}
+
+async function runServe(args: string[], cwd: string): Promise<void> {
+  const { child, url } = await startListening(args, cwd, /terrarium serving \d+ tools at (http:\/\/\S+)/);
+  try {
     const token = optionValues(args, ["--token"])[0];
     const headers = {
       "content-type": "application/json",
@@ -820,30 +847,14 @@ async function runServe(args: string[], cwd: string): Promise<void> {
     if (model && policySimulator(args, tool) !== "schema" && result.simulator !== "code")
       expect(result, JSON.stringify(result)).toMatchObject({ simulator: "llm", usage: { model } });
   } finally {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await stopChild(child);
   }
 }
 
 /** `users demo` on port 0 until it says where the shop is; then a page and one chat turn, then SIGTERM. */
 async function runDemo(args: string[], cwd: string): Promise<void> {
-  const portAt = args.indexOf("--port");
-  const served =
-    portAt >= 0 ? args.map((arg, i) => (i === portAt + 1 ? "0" : arg)) : [...args, "--port", "0"];
-  const child = spawnCli(served, cwd);
+  const { child, url } = await startListening(args, cwd, /terrarium demo shop at (http:\/\/\S+)/);
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let text = "";
-      child.stderr?.on("data", (chunk: Buffer) => {
-        text += chunk.toString();
-        const match = /terrarium demo shop at (http:\/\/\S+)/.exec(text);
-        if (match) resolve((match[1] as string).replace(/\/$/, ""));
-      });
-      child.on("exit", (code) => reject(new Error(`users demo exited (${code}) before serving:\n${text}`)));
-    });
     expect((await fetch(`${url}/`)).status).toBe(200);
     const chat = await fetch(`${url}/api/chat`, {
       method: "POST",
@@ -853,11 +864,7 @@ async function runDemo(args: string[], cwd: string): Promise<void> {
     expect(chat.status).toBe(200);
     expect(((await chat.json()) as { reply: string }).reply).toEqual(expect.any(String));
   } finally {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await stopChild(child);
   }
 }
 

@@ -50,14 +50,10 @@ describe.runIf(available || process.env.TERRARIUM_REQUIRE_BROWSER === "1")("user
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  const usersRun = (...args: string[]) =>
+    cli(["--config", config, "users", "run", "--scenarios", SCENARIOS, ...args]);
   const run = (out: string, mode: string, ...more: string[]) =>
-    cli([
-      "--config",
-      config,
-      "users",
-      "run",
-      "--scenarios",
-      SCENARIOS,
+    usersRun(
       "--agent",
       `browser:${shop.url}`,
       "--agent-tools",
@@ -67,7 +63,7 @@ describe.runIf(available || process.env.TERRARIUM_REQUIRE_BROWSER === "1")("user
       "--out",
       out,
       ...more,
-    ]);
+    );
 
   it("hybrid: the user checks its order with its own tool, writes in the widget's iframe, reads the reply and stops", async () => {
     const out = join(dir, "hybrid");
@@ -116,34 +112,17 @@ describe.runIf(available || process.env.TERRARIUM_REQUIRE_BROWSER === "1")("user
 
   it("refuses a browser agent in api-only mode and an API agent in a browser mode, before anything starts", async () => {
     const calls = server.requests.length;
-    const api = await cli([
-      "--config",
-      config,
-      "users",
-      "run",
-      "--scenarios",
-      SCENARIOS,
-      "--agent",
-      `browser:${shop.url}`,
-      "--out",
-      join(dir, "x"),
-    ]);
+    const api = await usersRun("--agent", `browser:${shop.url}`, "--out", join(dir, "x"));
     expect(api.code).not.toBe(0);
     expect(api.stderr).toMatch(/--mode hybrid or ui-only/);
-    const ui = await cli([
-      "--config",
-      config,
-      "users",
-      "run",
-      "--scenarios",
-      SCENARIOS,
+    const ui = await usersRun(
       "--agent",
       "module:examples/users/rule-agent.mjs#reply",
       "--mode",
       "hybrid",
       "--out",
       join(dir, "y"),
-    ]);
+    );
     expect(ui.code).not.toBe(0);
     expect(ui.stderr).toMatch(/browser:<page url>/);
     expect(server.requests.length).toBe(calls);
