@@ -97,8 +97,8 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function open(): Promise<BrowserSession> {
-    const session = await driver.newSession();
+  async function open(options: Parameters<BrowserDriver["newSession"]>[0] = {}): Promise<BrowserSession> {
+    const session = await driver.newSession(options);
     await session.goto(`${base}/index.html`);
     return session;
   }
@@ -455,7 +455,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
   });
 
   it("returns errors instead of throwing, and reports them at the top of the next observation", async () => {
-    const session = await open();
+    const session = await open({ actionTimeoutMs: 1000 });
     const fails = async (action: Parameters<BrowserSession["act"]>[0], pattern: RegExp) => {
       const result = await session.act(action);
       expect(result.ok, JSON.stringify(action)).toBe(false);
@@ -502,6 +502,17 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       await fails({ type: "fly" } as never, /unknown action "fly"/);
       await fails({ type: "goto_url", url: "http://127.0.0.1:1/" }, /net::ERR_/);
       expect((await session.observe()).tabs).toHaveLength(1);
+
+      // A target covered by another element: the reason from Playwright's log, in one line.
+      await session.act({ type: "goto_url", url: `${base}/index.html` });
+      await session.observe();
+      await session.page.evaluate(
+        `document.body.insertAdjacentHTML("beforeend", '<div id="overlay" style="position:fixed;inset:0;background:#0003"></div>')`,
+      );
+      await fails(
+        { type: "click", target: "search-button" },
+        /Timeout 1000ms exceeded\. \(.*intercepts pointer events\)$/,
+      );
 
       // A dialog does not block the page: it is accepted and mentioned in the next observation.
       await session.page.evaluate(`alert("Saved!")`);

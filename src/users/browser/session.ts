@@ -115,9 +115,23 @@ const FRAME_SEGMENT = new Function(
    return { seg: seg, visible: visible };`,
 ) as (el: unknown) => { seg: string; visible: boolean };
 
+/** A Playwright error in one line: its first line, plus the call log's reason when it has one. */
 function firstLine(error: unknown): string {
-  const message = String((error as Error)?.message ?? error);
-  return (message.split("\n")[0] ?? message).replace(/^(locator|page|frame|keyboard)\.\w+: /, "").trim();
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: Playwright colours its call log.
+  const message = String((error as Error)?.message ?? error).replace(/\u001b\[[0-9;]*m/g, "");
+  const lines = message.split("\n");
+  const head = (lines[0] ?? message)
+    .replace(/^(locator|page|frame|keyboard|elementHandle)\.\w+: /, "")
+    .trim();
+  const reason = lines
+    .map((line) => line.trim().replace(/^- /, ""))
+    .filter((line) =>
+      /intercepts pointer events|is not visible|is not enabled|is not editable|not stable|outside of the viewport/.test(
+        line,
+      ),
+    )
+    .at(-1);
+  return reason && !head.includes(reason) ? `${head} (${reason.slice(0, 200)})` : head;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
