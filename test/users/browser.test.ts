@@ -553,6 +553,24 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
     }
   });
 
+  it("walks frames inside frames and leaves out hidden ones", async () => {
+    const session = await driver.newSession();
+    try {
+      await session.goto(`${base}/nested.html`);
+      const observation = await session.observe();
+      expect(observation.elements.map((e) => [e.id, e.frame])).toEqual([
+        ["deep-button", 'iframe#outer > iframe[name="inner"]'],
+        ["plain-frame-link", "iframe:nth-of-type(1)"],
+      ]);
+      expect(observation.text).toContain("Outer frame");
+      expect(observation.text).not.toContain("hidden frame");
+      expect(await session.act({ type: "click", target: "deep-button" })).toMatchObject({ ok: true });
+      expect(byLabel(await session.observe(), "Pressed")).toMatchObject({ id: "deep-button" });
+    } finally {
+      await session.close();
+    }
+  });
+
   it("saves a screenshot per observation when asked", async () => {
     const shots = join(dir, "shots");
     const session = await driver.newSession({ screenshotsDir: shots, viewport: { width: 800, height: 600 } });
