@@ -176,7 +176,12 @@ export function checkUrl(
   if (!ALLOWED_SCHEMES.has(parsed.protocol))
     return { error: `${parsed.protocol} URLs are not allowed (only http, https and file)` };
   if (parsed.protocol === "file:" && fileRoot !== undefined) {
-    const path = parsed.host === "" ? resolve(fileURLToPath(parsed)) : "";
+    let path = "";
+    try {
+      path = parsed.host === "" ? resolve(fileURLToPath(parsed)) : "";
+    } catch {
+      path = "";
+    }
     if (fileRoot === null || path === "" || !(path === fileRoot || path.startsWith(`${fileRoot}${sep}`)))
       return {
         error:
@@ -263,11 +268,14 @@ export class BrowserSession {
       };
       page.on("requestfinished", finished);
       page.on("requestfailed", finished);
+      // Dialogs never block the page: alerts and "leave this page?" are accepted, confirm and prompt
+      // dismissed (the cautious answer); the next observation says so.
       page.on("dialog", (dialog) => {
+        const accept = dialog.type() === "alert" || dialog.type() === "beforeunload";
         this.notes.push(
-          `the page opened a dialog (${dialog.type()}): ${JSON.stringify(dialog.message().slice(0, 300))} (${dialog.type() === "alert" ? "accepted" : "dismissed"})`,
+          `the page opened a dialog (${dialog.type()}): ${JSON.stringify(dialog.message().slice(0, 300))} (${accept ? "accepted" : "dismissed"})`,
         );
-        (dialog.type() === "alert" ? dialog.accept() : dialog.dismiss()).catch(() => undefined);
+        (accept ? dialog.accept() : dialog.dismiss()).catch(() => undefined);
       });
       page.on("close", () => this.removeTab(page));
       page.setDefaultTimeout(this.actionTimeoutMs);
@@ -304,7 +312,13 @@ export class BrowserSession {
     const tab = await this.ensureTab();
     const checked = checkUrl(url, tab.page.url());
     if ("error" in checked) throw new TerrariumError("INVALID_INPUT", `cannot open ${url}: ${checked.error}`);
-    if (checked.url.startsWith("file:")) this.fileRoot = dirname(resolve(fileURLToPath(checked.url)));
+    if (checked.url.startsWith("file:")) {
+      try {
+        this.fileRoot = dirname(resolve(fileURLToPath(checked.url)));
+      } catch {
+        throw new TerrariumError("INVALID_INPUT", `cannot open ${url}: not a local file URL`);
+      }
+    }
     try {
       await tab.page.goto(checked.url, { waitUntil: "domcontentloaded" });
     } catch (error) {
@@ -325,12 +339,14 @@ export class BrowserSession {
       for (const child of frame.childFrames()) {
         if (child.isDetached()) continue;
         let segment: { seg: string; visible: boolean };
+        let handle: ElementHandle | undefined;
         try {
-          const handle = await withTimeout(child.frameElement(), EVALUATE_TIMEOUT_MS, "frame lookup");
+          handle = await withTimeout(child.frameElement(), EVALUATE_TIMEOUT_MS, "frame lookup");
           segment = await withTimeout(handle.evaluate(FRAME_SEGMENT), EVALUATE_TIMEOUT_MS, "frame lookup");
-          await handle.dispose().catch(() => undefined);
         } catch {
           continue;
+        } finally {
+          handle?.dispose().catch(() => undefined);
         }
         if (!segment.visible) continue;
         await visit(child, path ? `${path} > ${segment.seg}` : segment.seg);
@@ -365,20 +381,19 @@ export class BrowserSession {
     const tab = await this.ensureTab();
     const page = tab.page;
     const entries = await this.frames(page);
-    const results: Array<{ entry: FrameEntry; raw: RawFrameObservation }> = [];
-    for (const entry of entries) {
-      try {
-        const raw = await this.evaluate<RawFrameObservation | null>(
-          entry.frame,
-          pageCall("observe", {
-            roleAttribute: this.options.chat?.roleAttribute ?? DEFAULT_CHAT_LOCATOR.roleAttribute,
-          }),
-        );
-        if (raw) results.push({ entry, raw });
-      } catch {
-        // A frame that navigated or went away while we looked: it is read at the next step.
-      }
-    }
+    const roleAttribute = this.options.chat?.roleAttribute ?? DEFAULT_CHAT_LOCATOR.roleAttribute;
+    const looked = await Promise.all(
+      entries.map((entry) =>
+        this.evaluate<RawFrameObservation | null>(entry.frame, pageCall("observe", { roleAttribute })).then(
+          (raw) => (raw ? { entry, raw } : null),
+          // A frame that navigated or went away while we looked: it is read at the next step.
+          () => null,
+        ),
+      ),
+    );
+    const results = looked.filter(
+      (result): result is { entry: FrameEntry; raw: RawFrameObservation } => result !== null,
+    );
     const top = results.find((result) => result.entry.path === "")?.raw;
     if (top && top.token !== tab.token) {
       tab.token = top.token;
