@@ -34,6 +34,7 @@ function startServer(): Promise<{ server: Server; base: string; replies: () => n
   let replies = 0;
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://localhost");
+    if (url.pathname === "/api/hang") return; // never answers
     if (url.pathname === "/api/reply") {
       replies++;
       const q = url.searchParams.get("q") ?? "";
@@ -93,6 +94,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
 
   afterAll(async () => {
     await driver?.close();
+    server?.closeAllConnections();
     await new Promise((done) => server?.close(done));
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -488,6 +490,7 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
       await fails({ type: "select", target: "search-input", value: "x" }, /not a select/);
       await fails({ type: "type", target: "search-button", text: "x" }, /not an input/);
       await fails({ type: "switch_tab", index: 3 }, /no tab 3 \(open tabs: 0\)/);
+      expect(await session.act({ type: "switch_tab", index: "0" as never })).toMatchObject({ ok: true });
       await fails({ type: "close_tab", index: -1 }, /no tab -1/);
       await fails({ type: "close_tab" }, /cannot close the last tab/);
       await fails({ type: "goto_url", url: "javascript:alert(1)" }, /javascript: URLs are not allowed/);
@@ -550,6 +553,26 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
     } finally {
       await session.close();
       await new Promise((done) => other.server.close(done));
+    }
+  });
+
+  it("gives up at the cap and says the page was still busy", async () => {
+    const session = await open();
+    try {
+      await session.page.evaluate(
+        `setInterval(() => { document.title = String(Date.now()); document.body.dataset.tick = document.title; }, 50)`,
+      );
+      const busy = await session.settle({ timeoutMs: 600 });
+      expect(busy).toMatchObject({ settled: false, pendingRequests: 0 });
+      expect(busy.ms).toBeGreaterThanOrEqual(600);
+      expect(busy.ms).toBeLessThan(1500);
+
+      await session.goto(`${base}/page2.html`);
+      await session.page.evaluate(`fetch("/api/hang").catch(() => {}); undefined`);
+      const waiting = await session.settle({ timeoutMs: 500 });
+      expect(waiting).toMatchObject({ settled: false, pendingRequests: 1 });
+    } finally {
+      await session.close();
     }
   });
 

@@ -154,6 +154,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 
 const wait = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
+/** A tab index as a model may write it: a number, or digits in a string. */
+function tabIndex(value: unknown): unknown {
+  return typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value) : value;
+}
+
 const ALLOWED_SCHEMES = new Set(["http:", "https:", "file:"]);
 
 /**
@@ -713,18 +718,19 @@ export class BrowserSession {
         return undefined;
       }
       case "switch_tab": {
-        const problem = this.badTab(action.index);
+        const index = tabIndex(action.index);
+        const problem = this.badTab(index);
         if (problem) return problem;
-        this.activeIndex = action.index;
+        this.activeIndex = index as number;
         await this.activeTab().page.bringToFront();
         return undefined;
       }
       case "close_tab": {
-        const index = action.index ?? this.activeIndex;
+        const index = tabIndex(action.index ?? this.activeIndex);
         const problem = this.badTab(index);
         if (problem) return problem;
         if (this.tabs.length === 1) return "cannot close the last tab";
-        const closing = this.tabs[index] as Tab;
+        const closing = this.tabs[index as number] as Tab;
         await closing.page.close();
         this.removeTab(closing.page);
         return undefined;
