@@ -99,7 +99,7 @@ interface Probe {
   multiple?: boolean;
 }
 
-/** Attribute-free description of an iframe in its parent document, run on the iframe's element. */
+/** How an iframe is named in its parent document (id, name, title, src, else its position among its siblings) and whether it shows; runs on the iframe element. */
 const FRAME_SEGMENT = new Function(
   "el",
   `var s = getComputedStyle(el); var r = el.getBoundingClientRect();
@@ -110,6 +110,7 @@ const FRAME_SEGMENT = new Function(
    if (el.id) seg = tag + "#" + (/^[A-Za-z][\\w-]*$/.test(el.id) ? el.id : "[id=" + q(el.id) + "]");
    else if (el.getAttribute("name")) seg = tag + "[name=" + q(el.getAttribute("name")) + "]";
    else if (el.getAttribute("title")) seg = tag + "[title=" + q(el.getAttribute("title")) + "]";
+   else if (el.getAttribute("src") && el.getAttribute("src").length <= 120) seg = tag + "[src=" + q(el.getAttribute("src")) + "]";
    else { var n = 1; for (var p = el.previousElementSibling; p; p = p.previousElementSibling) if (p.localName === tag) n++;
      seg = tag + ":nth-of-type(" + n + ")"; }
    return { seg: seg, visible: visible };`,
