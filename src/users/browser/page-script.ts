@@ -144,11 +144,14 @@ const BODY = String.raw`
       var p = parentOf(el);
       return p && p.isContentEditable ? null : "input";
     }
+    if (tag === "body" || tag === "html") return null;
     if (tag === "button" || tag === "summary") return "clickable";
     if ((tag === "a" || tag === "area") && el.hasAttribute("href")) return "clickable";
     if (CLICK_ROLES[roleOf(el)]) return "clickable";
     if (el.hasAttribute("onclick")) return "clickable";
-    if (s && s.cursor === "pointer") {
+    // A pointer cursor alone marks a clickable, unless it is a container of controls (a clickable card
+    // around links and buttons): then its controls are the targets and its text stays readable.
+    if (s && s.cursor === "pointer" && !el.querySelector("a[href], button, input, select, textarea")) {
       var parent = parentOf(el);
       var ps = parent ? styleOf(parent) : null;
       if (!ps || ps.cursor !== "pointer") return "clickable";
