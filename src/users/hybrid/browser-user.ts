@@ -271,6 +271,9 @@ export async function simulateBrowserConversation(
     () => undefined,
   );
   turns = assembleTurns(final.messages, turns, pending, usage, callsByTurn);
+  const last = turns.at(-1);
+  if (last && (endReason === "stop" || endReason === "transfer" || endReason === "out_of_scope"))
+    last.stop = endReason;
   return {
     turns,
     endReason,
