@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { type JobKind, LocalJobQueue } from "../../src/queue/index.js";
+
+/** Squares numbers; fails the first attempt of items listed in `flaky`, always fails "bad". */
+function squares(log: string[], flaky = new Set<string>()): JobKind<{ offset: number }, number, number> {
+  return {
+    kind: "test.square",
+    async open(context) {
+      log.push("open");
+      return {
+        async process(item) {
+          log.push(item.id);
+          if (item.id === "bad") throw new Error("bad item");
+          if (flaky.delete(item.id)) throw new Error("flaky");
+          return item.payload * item.payload + context.offset;
+        },
+        async close() {
+          log.push("close");
+        },
+      };
+    },
+  };
+}
+
+describe("LocalJobQueue", () => {
+  it("processes a run with a pool, retries failed attempts and reports progress", async () => {
+    const log: string[] = [];
+    const queue = new LocalJobQueue({ concurrency: 3 });
+    queue.register(squares(log, new Set(["b"])));
+    const seen: number[] = [];
+    const items = ["a", "b", "c", "d", "bad"].map((id, index) => ({ id, payload: index + 1 }));
+    const outcome = await queue.submit(
+      { runId: "r1", kind: "test.square", context: { offset: 10 }, items, attempts: 2 },
+      { onResult: (_result, progress) => void seen.push(progress.succeeded + progress.failed) },
+    );
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    expect(outcome.results.get("a")).toMatchObject({ ok: true, value: 11, attempts: 1 });
+    expect(outcome.results.get("b")).toMatchObject({ ok: true, value: 14, attempts: 2 });
+    expect(outcome.results.get("bad")).toMatchObject({ ok: false, error: "bad item", attempts: 2 });
+    expect(await queue.progress("r1")).toEqual({ total: 5, succeeded: 4, failed: 1, pending: 0 });
+    expect(log.filter((entry) => entry === "open" || entry === "close")).toEqual(["open", "close"]);
+
+    // Submitting again processes only what failed.
+    log.length = 0;
+    const again = await queue.submit({
+      runId: "r1",
+      kind: "test.square",
+      context: { offset: 10 },
+      items,
+      attempts: 1,
+    });
+    expect(again.earlier).toBe(4);
+    expect(log).toEqual(["open", "bad", "close"]);
+    expect(again.results.size).toBe(5);
+
+    await queue.discard("r1");
+    expect((await queue.progress("r1")).total).toBe(0);
+  });
+
+  it("refuses a kind nobody registered", async () => {
+    await expect(
+      new LocalJobQueue().submit({ runId: "x", kind: "nothing", context: null, items: [] }),
+    ).rejects.toThrow(/no handler/);
+  });
+});
