@@ -3,6 +3,7 @@ import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
 import { setOwn } from "../core/immutable-json.js";
 import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
+import type { UsageLedger } from "../models/usage.js";
 import type { Engine } from "../sim/engine.js";
 import type { StateUpdate, StateUpdateRequest } from "../sim/state-updater.js";
 import {
@@ -25,12 +26,15 @@ import {
   readLimited,
 } from "./http.js";
 import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter, parseJsonText } from "./json-body.js";
+import { errorCodeOf, ServerMetrics, UNMATCHED_ROUTE } from "./metrics.js";
 import { renderDocsPage, routesToOpenApi } from "./openapi.js";
 import { bareProfile, describePolicy, type ServerProfile } from "./profile.js";
 import { type Route, type RouteGroup, RouteTable } from "./route-table.js";
 import { SCHEMAS } from "./schemas.js";
+import type { Drain } from "./shutdown.js";
 import { terrariumRoutes } from "./terrarium-routes.js";
 import { defaultApiNames, type ToolRouteKind, toolRoutes } from "./tool-routes.js";
+import { endHttpSpan, startHttpSpan, withSpanContext } from "./tracing.js";
 
 export interface AppOptions {
   /** Bearer tokens accepted; with none, the server is open. Each token sees only its own sessions. */
@@ -52,6 +56,12 @@ export interface AppOptions {
   /** The API names a tool is also served under (`/<api>/...`); by default its file name without extension. */
   apiNames?: (tool: Tool) => string[];
   version?: string;
+  /** Where GET /metrics counts (a fresh registry of the app's own when absent); it watches the engine. */
+  metrics?: ServerMetrics;
+  /** The ledger of the models the engine uses: its records become model metrics and spans. */
+  ledger?: UsageLedger;
+  /** In-flight requests, for graceful shutdown (`startServer` passes one; requests are refused once it drains). */
+  drain?: Drain;
 }
 
 /** Route tiers: the server's own routes (0) before tools' real paths, then names, then `/<api>/` forms. */
@@ -81,6 +91,56 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   const profile = options.profile ?? bareProfile();
 
   app.onError((error) => answerError("terrarium", error));
+  // Metrics, a span per request and graceful shutdown wrap everything else, the refusals of the other
+  // middlewares included. A route label is the route's template, never the path as sent.
+  const metrics = options.metrics ?? new ServerMetrics();
+  metrics.watchEngine(engine);
+  if (options.ledger) metrics.watchLedger(options.ledger);
+  const routeOf = new WeakMap<Request, { path: string; session?: string }>();
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    const method = c.req.method;
+    if (options.drain && !options.drain.enter()) {
+      await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
+      const refused = jsonResponse(
+        503,
+        { error: { code: "SHUTTING_DOWN", message: "the server is shutting down; send the request again" } },
+        { connection: "close", "retry-after": "1" },
+      );
+      metrics.observeHttp({ method, route: UNMATCHED_ROUTE, status: 503, seconds: 0, code: "SHUTTING_DOWN" });
+      return refused;
+    }
+    metrics.requestsInFlight(1);
+    const { span, context } = startHttpSpan(method, c.req.path, c.req.raw.headers);
+    try {
+      await withSpanContext(context, next);
+    } finally {
+      metrics.requestsInFlight(-1);
+      options.drain?.leave();
+      const status = c.res.status;
+      let route = routeOf.get(c.req.raw);
+      if (!route) {
+        const match = table.match(method, new URL(c.req.url).pathname);
+        route = { path: match.kind === "found" ? match.route.path : UNMATCHED_ROUTE };
+      }
+      const session = route.session ?? c.req.header("x-session-id");
+      metrics.observeHttp({
+        method,
+        route: route.path,
+        status,
+        seconds: (performance.now() - started) / 1000,
+        ...(status >= 400 ? { code: await errorCodeOf(c.res) } : {}),
+      });
+      endHttpSpan(span, method, route.path, status, session);
+      if (options.drain?.isDraining) {
+        try {
+          c.res.headers.set("connection", "close");
+        } catch {
+          // immutable headers: the connection is closed when the drain ends
+        }
+      }
+    }
+  });
   const maxBody = options.maxBodyBytes ?? 1_000_000;
   const tooLarge = () =>
     jsonResponse(413, {
@@ -185,6 +245,24 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
       ...(options.updateState ? { updateState: options.updateState } : {}),
       ...(options.usage ? { usage: options.usage.forSession } : {}),
     }),
+    {
+      method: "GET",
+      path: "/metrics",
+      group: "terrarium",
+      summary:
+        "Prometheus metrics: tool calls, latencies, HTTP requests, model tokens and cost, errors by code",
+      description:
+        "Prometheus text format (0.0.4). With --token, a token is needed here too (Prometheus sends it with `authorization: {credentials: …}`).",
+      responses: {
+        "200": {
+          description: "Every metric of this server.",
+          contentType: "text/plain",
+          schema: SCHEMAS.string,
+        },
+      },
+      handle: async () =>
+        new Response(await metrics.render(), { headers: { "content-type": metrics.contentType } }),
+    },
     {
       method: "GET",
       path: "/openapi.json",
@@ -297,6 +375,10 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
         ? jsonResponse(405, { detail: message }, allow)
         : jsonResponse(405, { error: { code: "METHOD_NOT_ALLOWED", message } }, allow);
     }
+    routeOf.set(c.req.raw, {
+      path: match.route.path,
+      ...(match.params.id && match.route.path.startsWith("/sessions/") ? { session: match.params.id } : {}),
+    });
     let response: Response;
     try {
       response = await match.route.handle(c, match.params);

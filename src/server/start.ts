@@ -22,7 +22,9 @@ import { type StateUpdateRequest, updateStateWithModel } from "../sim/state-upda
 import { isSimulatorName, SIMULATOR_NAMES, type Simulator, type SimulatorName } from "../sim/types.js";
 import { createApp } from "./app.js";
 import type { UsageEvent } from "./gecko-routes.js";
+import { ServerMetrics } from "./metrics.js";
 import { describePolicy, type ServerProfile, semanticValidationOf } from "./profile.js";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS, Drain, type ShutdownReport } from "./shutdown.js";
 import { defaultApiNames } from "./tool-routes.js";
 
 export interface ServeOptions {
@@ -52,6 +54,8 @@ export interface ServeOptions {
    * calls and the simulator's are accounted together (gats).
    */
   models?: Models;
+  /** How long `close` lets in-flight requests finish before closing their connections (default 10 s). */
+  drainTimeoutMs?: number;
 }
 
 /** What `buildEngine` made: the engine and what the server around it needs to know. */
@@ -333,23 +337,37 @@ function apiNamesOf(files: string[], environmentName: string | undefined): (tool
   };
 }
 
-/** Starts the HTTP server; resolves once it listens, with a function that stops it. */
+/**
+ * Starts the HTTP server; resolves once it listens, with a function that stops it gracefully: it stops
+ * accepting connections, refuses new requests on open ones (503), lets the requests in flight finish (up
+ * to the drain timeout, then their connections are closed), and closes the engine and the models.
+ */
 export async function startServer(options: ServeOptions): Promise<{
   url: string;
   engine: Engine;
   models?: Models;
   profile: ServerProfile;
-  close: () => Promise<void>;
+  /** This server's Prometheus metrics (GET /metrics). */
+  metrics: ServerMetrics;
+  /** Requests being answered now. */
+  inFlight: () => number;
+  /** Graceful shutdown; called again while draining with `drainTimeoutMs: 0`, it stops waiting. */
+  close: (options?: { drainTimeoutMs?: number }) => Promise<ShutdownReport>;
 }> {
   const { engine, models, profile, apiNames, usage } = await buildEngine(options);
   // Bootstrapping and state updates use the simulator's model; their usage is filed under the session.
   const simulatorModels = profile.models.simulator ? models : undefined;
   // Models passed in belong to the caller, who closes them.
   const closeModels = () => (models && models !== options.models ? models.close() : Promise.resolve());
+  const metrics = new ServerMetrics({ processMetrics: true });
+  const inFlight = new Drain();
   const app = createApp(engine, {
     profile,
     apiNames,
     usage,
+    metrics,
+    drain: inFlight,
+    ...(models ? { ledger: models.ledger } : {}),
     ...(options.tokens ? { tokens: options.tokens } : {}),
     ...(simulatorModels
       ? {
@@ -372,15 +390,43 @@ export async function startServer(options: ServeOptions): Promise<{
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
       server.off("error", failed);
+      let closing: Promise<ShutdownReport> | undefined;
+      const shutdown = async (drainTimeoutMs: number): Promise<ShutdownReport> => {
+        const http = server as typeof server & {
+          closeIdleConnections?: () => void;
+          closeAllConnections?: () => void;
+        };
+        const atStart = inFlight.inFlight;
+        inFlight.start();
+        // No new connections; idle keep-alive ones close now, busy ones once their answer is sent.
+        const stopped = new Promise<void>((done) => server.close(() => done()));
+        http.closeIdleConnections?.();
+        const drained = await inFlight.wait(drainTimeoutMs);
+        const abandoned = drained ? 0 : inFlight.inFlight;
+        http.closeAllConnections?.();
+        await stopped;
+        metrics.dispose();
+        await engine.close();
+        await closeModels();
+        return { inFlight: atStart, abandoned };
+      };
       resolve({
         url: `http://${host}:${info.port}`,
         engine,
         ...(models ? { models } : {}),
         profile,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => void engine.close().then(closeModels).then(done));
-          }),
+        metrics,
+        inFlight: () => inFlight.inFlight,
+        close: (closeOptions = {}) => {
+          const timeout =
+            closeOptions.drainTimeoutMs ?? options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_SECONDS * 1000;
+          if (closing) {
+            if (timeout === 0) inFlight.cutShort();
+            return closing;
+          }
+          closing = shutdown(timeout);
+          return closing;
+        },
       });
     });
     // Listening can fail (port taken, no permission, unknown address): one sentence, and nothing left open.

@@ -145,6 +145,13 @@ function misfits(value: unknown, shape: Shape, where = "body"): string[] {
           : [`${where} is not HTML`];
       case "—":
         return value === "" ? [] : [`${where} is not empty`];
+      case "text":
+        // Prometheus' text format: comment lines and samples (`name{labels} value`).
+        return typeof value === "string" &&
+          /^# HELP \w+ /m.test(value) &&
+          /^\w+(\{[^}]*\})? \S+$/m.test(value)
+          ? []
+          : [`${where} is not Prometheus text`];
       default:
         throw new Error(`unknown shape word ${shape.word}`);
     }
@@ -347,6 +354,7 @@ const SCENARIOS: Record<string, Scenario> = {
   "GET /get-session-llm-usage 422": { path: "/get-session-llm-usage?limit=many", session: true },
   "GET /openapi.json 200": { path: "/openapi.json" },
   "GET /docs 200": { path: "/docs" },
+  "GET /metrics 200": { path: "/metrics" },
   "POST /mcp 200": { path: "/mcp", body: MCP_INIT, headers: () => MCP_HEADERS },
   "POST /mcp 400": {
     path: "/mcp",
@@ -502,7 +510,7 @@ describe("docs/server.md's route table", () => {
         const answer = await run(key, method);
         expect(answer.status, `${key}: ${answer.text.slice(0, 300)}`).toBe(response.status);
         const value =
-          response.shape.kind === "word" && ["html", "—"].includes(response.shape.word)
+          response.shape.kind === "word" && ["html", "text", "—"].includes(response.shape.word)
             ? answer.text
             : answer.body;
         expect(misfits(value, response.shape), key).toEqual([]);

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { TerrariumError } from "../../core/errors.js";
 import { describeProfile } from "../../server/profile.js";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../../server/shutdown.js";
 import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
@@ -26,6 +27,7 @@ interface ServeCliOptions {
   proxy?: string;
   liveInstances: number;
   strict?: boolean;
+  drainTimeout: number;
 }
 
 /**
@@ -126,6 +128,12 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       DEFAULT_MAX_LIVE_INSTANCES,
     )
     .option(
+      "--drain-timeout <seconds>",
+      "on SIGTERM/SIGINT, how long in-flight calls may finish before their connections are closed (a second signal stops waiting)",
+      Number,
+      DEFAULT_DRAIN_TIMEOUT_SECONDS,
+    )
+    .option(
       "--model <model>",
       "model of the llm simulator, the bootstrap and the state updater (default: roles.simulator or roles.default of the config)",
     )
@@ -146,6 +154,9 @@ Examples:
   terrarium serve tau2-retail --db sessions.sqlite --token secret
   terrarium serve api.openapi.yaml --policy read=proxy,write=llm --proxy https://api.example.com --model openai:gpt-4.1-mini
 
+Metrics: GET /metrics (Prometheus text; needs a token when --token is given). Tracing: register an
+OpenTelemetry SDK in the process (see docs/deployment.md). SIGTERM/SIGINT drain in-flight calls.
+
 Semantic validation runs when a model serves the validator role (roles.validator, else roles.default);
 the start-up lines and GET /health say whether it is on and with which model.
 `,
@@ -163,6 +174,9 @@ the start-up lines and GET /health say whether it is on and with which model.
           "INVALID_INPUT",
           `--llm-mode "${options.llmMode}" is not a mode (valid: ${LLM_MODES.join(", ")})`,
         );
+      }
+      if (!Number.isFinite(options.drainTimeout) || options.drainTimeout < 0) {
+        throw new TerrariumError("INVALID_INPUT", "--drain-timeout must be a number of seconds, 0 or more");
       }
       const policy = servePolicy(options, command.getOptionValueSource("simulator") === "cli");
       const server = await startServer({
@@ -184,9 +198,31 @@ the start-up lines and GET /health say whether it is on and with which model.
       io.stderr.write(describeLoad(server.engine.catalog));
       io.stderr.write(describeProfile(server.profile, server.url, server.engine.catalog.size));
       await new Promise<void>((resolve) => {
-        const stop = () => void server.close().then(resolve);
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
+        const drainTimeoutMs = options.drainTimeout * 1000;
+        let stopping = false;
+        const stop = (signal: NodeJS.Signals) => {
+          if (stopping) {
+            io.stderr.write(`terrarium: ${signal} again: closing without waiting\n`);
+            void server.close({ drainTimeoutMs: 0 });
+            return;
+          }
+          stopping = true;
+          io.stderr.write(
+            `terrarium: ${signal}: no new connections; ${server.inFlight()} request(s) in flight, waiting up to ${options.drainTimeout}s\n`,
+          );
+          void server.close({ drainTimeoutMs }).then((report) => {
+            process.off("SIGINT", stop);
+            process.off("SIGTERM", stop);
+            io.stderr.write(
+              report.abandoned > 0
+                ? `terrarium: stopped; ${report.abandoned} request(s) were still running and were cut off\n`
+                : "terrarium: stopped\n",
+            );
+            resolve();
+          });
+        };
+        process.on("SIGINT", stop);
+        process.on("SIGTERM", stop);
       });
     });
 }

@@ -1,0 +1,315 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { UsageLedger, UsageRecord } from "../models/usage.js";
+import type { CallOutcome, Engine } from "../sim/engine.js";
+import { firstCode, traceModelCall, traceToolCall } from "./tracing.js";
+
+/**
+ * Prometheus metrics of one `terrarium serve` (or one `createApp`): every `ServerMetrics` has its own
+ * registry, never prom-client's global one, so several servers in one process keep their numbers apart.
+ * Label values come from bounded sets only (tools of the catalog, route templates, simulators, statuses,
+ * models, roles, error codes); session ids are never labels.
+ *
+ * | metric | type | labels |
+ * |---|---|---|
+ * | `terrarium_tool_calls_total` | counter | tool, simulator, status |
+ * | `terrarium_tool_call_duration_seconds` | histogram | tool, simulator, status |
+ * | `terrarium_http_requests_total` | counter | method, route, status |
+ * | `terrarium_http_request_duration_seconds` | histogram | method, route |
+ * | `terrarium_http_requests_in_flight` | gauge | — |
+ * | `terrarium_model_calls_total` | counter | model, role, outcome (ok, cached, failed) |
+ * | `terrarium_model_tokens_total` | counter | model, role, kind (input, output, cached_input) |
+ * | `terrarium_model_cost_usd_total` | counter | model, role |
+ * | `terrarium_model_call_duration_seconds` | histogram | model, role |
+ * | `terrarium_errors_total` | counter | source (http, call, model), code |
+ */
+export const METRIC_PREFIX = "terrarium_";
+
+/** Seconds: code simulators answer in milliseconds, models in seconds. */
+export const LATENCY_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+];
+
+/** The simulator label of a call that never reached one (an unknown session, a closed engine). */
+export const NO_SIMULATOR = "none";
+/** The status label of such a call. */
+export const REJECTED = "rejected";
+/** The tool label of a call naming no tool of the catalog (names sent by clients are not labels). */
+export const UNKNOWN_TOOL = "(unknown)";
+/** The route label of a request no route answers (a 404, a 405): paths themselves are never labels. */
+export const UNMATCHED_ROUTE = "(unmatched)";
+
+export interface ServerMetricsOptions {
+  /** Also export Node's process metrics (CPU, memory, event loop lag, GC) into this registry. */
+  processMetrics?: boolean;
+  /** Labels added to every series (for example `{replica: "a"}`). */
+  labels?: Record<string, string>;
+}
+
+/** One tool call, as the engine answered it (or refused it). */
+export interface ToolCallEvent {
+  sessionId: string;
+  /** The tool's name, or `UNKNOWN_TOOL` when the catalog has no such tool. */
+  tool: string;
+  seconds: number;
+  outcome?: CallOutcome;
+  /** Set when the call threw instead of producing an outcome. */
+  error?: unknown;
+}
+
+/** One HTTP request, answered. */
+export interface HttpEvent {
+  method: string;
+  /** The route template (`/sessions/{id}/calls`), or `UNMATCHED_ROUTE`. */
+  route: string;
+  status: number;
+  seconds: number;
+  /** The error code of an answer of 400 or more (terrarium's code, else one named after the status). */
+  code?: string;
+}
+
+/** Error codes for answers that carry none of terrarium's (Gecko's shapes, tools, MCP). */
+const STATUS_CODES: Record<number, string> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  413: "BODY_TOO_LARGE",
+  422: "INVALID_CALL",
+  500: "INTERNAL",
+  503: "SHUTTING_DOWN",
+};
+
+export function statusCodeName(status: number): string {
+  return STATUS_CODES[status] ?? `HTTP_${status}`;
+}
+
+/** The counters and histograms of one server, in a registry of their own. */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly toolCalls: Counter<"tool" | "simulator" | "status">;
+  private readonly toolDuration: Histogram<"tool" | "simulator" | "status">;
+  private readonly httpRequests: Counter<"method" | "route" | "status">;
+  private readonly httpDuration: Histogram<"method" | "route">;
+  private readonly inFlight: Gauge;
+  private readonly modelCalls: Counter<"model" | "role" | "outcome">;
+  private readonly modelTokens: Counter<"model" | "role" | "kind">;
+  private readonly modelCost: Counter<"model" | "role">;
+  private readonly modelDuration: Histogram<"model" | "role">;
+  private readonly errors: Counter<"source" | "code">;
+  private readonly disposers: Array<() => void> = [];
+
+  constructor(options: ServerMetricsOptions = {}) {
+    const registers = [this.registry];
+    if (options.labels) this.registry.setDefaultLabels(options.labels);
+    this.toolCalls = new Counter({
+      name: `${METRIC_PREFIX}tool_calls_total`,
+      help: "Tool calls answered, by tool, simulator and status (ok, invalid, tool_error, error; rejected: the call never ran, e.g. an unknown session).",
+      labelNames: ["tool", "simulator", "status"],
+      registers,
+    });
+    this.toolDuration = new Histogram({
+      name: `${METRIC_PREFIX}tool_call_duration_seconds`,
+      help: "Time from a tool call reaching the engine to its outcome (waiting behind earlier calls of the same session included).",
+      labelNames: ["tool", "simulator", "status"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.httpRequests = new Counter({
+      name: `${METRIC_PREFIX}http_requests_total`,
+      help: "HTTP requests answered, by method, route template and status.",
+      labelNames: ["method", "route", "status"],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: `${METRIC_PREFIX}http_request_duration_seconds`,
+      help: "Time to answer an HTTP request, by method and route template.",
+      labelNames: ["method", "route"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.inFlight = new Gauge({
+      name: `${METRIC_PREFIX}http_requests_in_flight`,
+      help: "HTTP requests being answered now.",
+      registers,
+    });
+    this.modelCalls = new Counter({
+      name: `${METRIC_PREFIX}model_calls_total`,
+      help: "Model calls accounted, by model, role and outcome (ok, cached, failed).",
+      labelNames: ["model", "role", "outcome"],
+      registers,
+    });
+    this.modelTokens = new Counter({
+      name: `${METRIC_PREFIX}model_tokens_total`,
+      help: "Model tokens, by model, role and kind (input, output, cached_input: the part of input served from the provider's cache).",
+      labelNames: ["model", "role", "kind"],
+      registers,
+    });
+    this.modelCost = new Counter({
+      name: `${METRIC_PREFIX}model_cost_usd_total`,
+      help: "Model cost in US dollars, by model and role (models without a price entry add 0).",
+      labelNames: ["model", "role"],
+      registers,
+    });
+    this.modelDuration = new Histogram({
+      name: `${METRIC_PREFIX}model_call_duration_seconds`,
+      help: "Model call latency (retries included), by model and role.",
+      labelNames: ["model", "role"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.errors = new Counter({
+      name: `${METRIC_PREFIX}errors_total`,
+      help: "Errors by where they happened (http: answers of 400 or more; call: tool calls the simulator failed or that never ran; model: failed model calls) and code.",
+      labelNames: ["source", "code"],
+      registers,
+    });
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The content type of `render()`'s text (Prometheus text format 0.0.4). */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every metric in Prometheus text format. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  observeToolCall(event: ToolCallEvent): void {
+    const outcome = event.outcome;
+    const labels = {
+      tool: event.tool,
+      simulator: outcome?.simulator ?? NO_SIMULATOR,
+      status: outcome?.status ?? REJECTED,
+    };
+    this.toolCalls.inc(labels);
+    this.toolDuration.observe(labels, event.seconds);
+    if (!outcome) {
+      const code = (event.error as { code?: unknown })?.code;
+      this.errors.inc({ source: "call", code: typeof code === "string" ? code : "INTERNAL" });
+    } else if (outcome.status === "error") {
+      this.errors.inc({ source: "call", code: firstCode(outcome) ?? "SIMULATOR_FAILED" });
+    }
+  }
+
+  observeHttp(event: HttpEvent): void {
+    this.httpRequests.inc({ method: event.method, route: event.route, status: String(event.status) });
+    this.httpDuration.observe({ method: event.method, route: event.route }, event.seconds);
+    if (event.status >= 400)
+      this.errors.inc({ source: "http", code: event.code ?? statusCodeName(event.status) });
+  }
+
+  /** A request started (+1) or was answered (-1). */
+  requestsInFlight(delta: 1 | -1): void {
+    this.inFlight.inc(delta);
+  }
+
+  observeModelCall(record: UsageRecord): void {
+    const labels = { model: record.model, role: record.role ?? "none" };
+    const outcome = !record.ok ? "failed" : record.cached ? "cached" : "ok";
+    this.modelCalls.inc({ ...labels, outcome });
+    this.modelTokens.inc({ ...labels, kind: "input" }, record.inputTokens);
+    this.modelTokens.inc({ ...labels, kind: "output" }, record.outputTokens);
+    if (record.cachedInputTokens > 0)
+      this.modelTokens.inc({ ...labels, kind: "cached_input" }, record.cachedInputTokens);
+    // Incremented by 0 too, so the series exists from the first call of a model and rates start at 0.
+    this.modelCost.inc(labels, Math.max(0, record.costUsd));
+    if (!record.cached) this.modelDuration.observe(labels, Math.max(0, record.latencyMs) / 1000);
+    if (!record.ok) this.errors.inc({ source: "model", code: "MODEL_CALL_FAILED" });
+  }
+
+  /** Counts this engine's tool calls here (and traces each one) until `dispose`. */
+  watchEngine(engine: Engine): void {
+    this.disposers.push(watchEngineCalls(engine, (event) => this.observeToolCall(event)));
+  }
+
+  /** Counts model calls as the ledger accounts them (its children's too) until `dispose`. */
+  watchLedger(ledger: UsageLedger): void {
+    this.disposers.push(watchLedger(ledger, (record) => this.observeModelCall(record)));
+  }
+
+  /** Stops watching engines and ledgers (the numbers stay readable). */
+  dispose(): void {
+    for (const dispose of this.disposers.splice(0)) dispose();
+  }
+}
+
+type CallWatcher = (event: ToolCallEvent) => void;
+type RecordWatcher = (record: UsageRecord) => void;
+
+const engineWatchers = new WeakMap<Engine, Set<CallWatcher>>();
+const ledgerWatchers = new WeakMap<UsageLedger, Set<RecordWatcher>>();
+
+/**
+ * Calls `watcher` after every tool call of the engine (`Engine.call`, which every route and MCP use),
+ * with its outcome or what it threw, and runs each call in an OpenTelemetry span. The engine is wrapped
+ * once however many watch it; the returned function stops this watcher.
+ */
+export function watchEngineCalls(engine: Engine, watcher: CallWatcher): () => void {
+  let watchers = engineWatchers.get(engine);
+  if (!watchers) {
+    const set = new Set<CallWatcher>();
+    watchers = set;
+    engineWatchers.set(engine, set);
+    const call = engine.call.bind(engine);
+    engine.call = async (sessionId, request) => {
+      const started = performance.now();
+      const tool = engine.catalog.get(request.name) ? request.name : UNKNOWN_TOOL;
+      const notify = (event: Omit<ToolCallEvent, "sessionId" | "tool" | "seconds">) => {
+        const seconds = (performance.now() - started) / 1000;
+        for (const each of set) each({ sessionId, tool, seconds, ...event });
+      };
+      try {
+        const outcome = await traceToolCall(sessionId, request.name, () => call(sessionId, request));
+        notify({ outcome });
+        return outcome;
+      } catch (error) {
+        notify({ error });
+        throw error;
+      }
+    };
+  }
+  watchers.add(watcher);
+  return () => watchers.delete(watcher);
+}
+
+/**
+ * Calls `watcher` with every record the ledger accounts (records of its child ledgers reach it too), and
+ * makes each a model-call span. The ledger is wrapped once however many watch it.
+ */
+export function watchLedger(ledger: UsageLedger, watcher: RecordWatcher): () => void {
+  let watchers = ledgerWatchers.get(ledger);
+  if (!watchers) {
+    const set = new Set<RecordWatcher>();
+    watchers = set;
+    ledgerWatchers.set(ledger, set);
+    const add = ledger.add.bind(ledger);
+    ledger.add = (record) => {
+      add(record);
+      traceModelCall(record);
+      for (const each of set) each(record);
+    };
+  }
+  watchers.add(watcher);
+  return () => watchers.delete(watcher);
+}
+
+/**
+ * The error code of an answer of 400 or more: terrarium's `{error: {code}}` when the body has one, else
+ * a name for the status (Gecko's shapes, tools, MCP carry no code of terrarium's).
+ */
+export async function errorCodeOf(response: Response): Promise<string> {
+  const type = response.headers.get("content-type") ?? "";
+  if (type.includes("json") && response.body) {
+    try {
+      const body = (await response.clone().json()) as { error?: { code?: unknown } };
+      const code = body?.error?.code;
+      if (typeof code === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(code)) return code;
+    } catch {
+      // not JSON after all: named after the status
+    }
+  }
+  return statusCodeName(response.status);
+}
