@@ -10,8 +10,7 @@ import type { Environment } from "../envs/types.js";
 import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
 import { UsageLedger, type UsageRecord } from "../models/usage.js";
-import { MemoryStore } from "../sessions/memory-store.js";
-import { SqliteStore } from "../sessions/sqlite-store.js";
+import { openStore } from "../sessions/open-store.js";
 import { bootstrapState } from "../sim/bootstrap.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
 import { SemanticValidator } from "../sim/semantic.js";
@@ -194,7 +193,8 @@ export async function buildEngine(options: ServeOptions): Promise<BuiltEngine> {
   const engine = new Engine({
     ...(semantic ? { semantic } : {}),
     catalog,
-    store: options.db ? new SqliteStore(options.db) : new MemoryStore(),
+    // A postgres:// URL opens the shared Postgres store (connected and migrated here, before serving).
+    store: await openStore(options.db),
     simulators,
     policy,
     initialState,

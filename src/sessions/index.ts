@@ -1,4 +1,13 @@
 export { MemoryStore } from "./memory-store.js";
+export { openStore } from "./open-store.js";
+export {
+  createScratchDatabase,
+  describePostgresUrl,
+  isPostgresUrl,
+  POSTGRES_STORE_SCHEMA_VERSION,
+  PostgresStore,
+  type PostgresStoreOptions,
+} from "./postgres-store.js";
 export { SqliteStore } from "./sqlite-store.js";
 export {
   type HistoryEntry,

@@ -54,7 +54,7 @@ export interface SessionContents {
 /**
  * Where sessions live. Every method that writes is atomic: a step's history entry and its snapshot are
  * stored together or not at all. The engine depends only on this interface, so other stores (Postgres)
- * can be added without touching it.
+ * can be added without touching it (`PostgresStore` is one).
  *
  * States go in and come out as immutable trees (`core/immutable-json.ts`): a store may keep and hand out
  * the very objects it was given, and callers must not change what they read. A state given to
@@ -80,5 +80,14 @@ export interface Store {
   appendSnapshot(id: string, state: unknown, reason: Snapshot["reason"], at: string): Promise<Snapshot>;
   /** Stores a whole session in one transaction (snapshot 0 first, indexes consecutive): all or nothing. */
   importSession(record: SessionRecord, contents: SessionContents): Promise<void>;
+  /**
+   * Runs `run` while holding a lock on the session that every process sharing this store respects (a
+   * store shared by several servers, such as Postgres, implements it; stores private to one process need
+   * not, since the engine already runs one call of a session at a time in-process). The engine wraps each
+   * call in it, so the read of the latest state, the simulation and the write happen under it: two calls
+   * racing on one session from two replicas are serialised, and neither update is lost. Locks are per
+   * session, never global. The lock is released when `run` settles, whatever it did.
+   */
+  withSessionLock?<T>(id: string, run: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

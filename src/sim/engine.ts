@@ -309,29 +309,40 @@ export class Engine {
     let semanticNote: HistoryEntry["semantic"];
     // The seed the simulator ran the call under (code environments replay calls with it).
     let seed: string | undefined;
+    // Set once a simulator answered with changes: one that keeps a live instance (code) has applied them
+    // to it and expects the next snapshot to hold them. When no such snapshot is stored (the changes
+    // turned out to change nothing, were refused, or the write failed), the instance is dropped, so it is
+    // never mistaken for a snapshot with the same index written later, here or by another replica.
+    let simulatedChanges = false;
     const record = async (
       result: Omit<CallOutcome, "step" | "simulator" | "semantic">,
       simulator: string,
       newState?: unknown,
     ): Promise<CallOutcome> => {
-      const entry = await this.store.appendStep(
-        id,
-        {
-          at,
-          request: recorded,
-          result: {
-            status: result.status,
-            observation: result.observation,
-            changes: result.changes,
-            errors: result.errors,
+      const entry = await this.store
+        .appendStep(
+          id,
+          {
+            at,
+            request: recorded,
+            result: {
+              status: result.status,
+              observation: result.observation,
+              changes: result.changes,
+              errors: result.errors,
+            },
+            simulator,
+            ...(result.usage ? { usage: result.usage } : {}),
+            ...(seed !== undefined ? { seed } : {}),
+            ...(semanticNote ? { semantic: semanticNote } : {}),
           },
-          simulator,
-          ...(result.usage ? { usage: result.usage } : {}),
-          ...(seed !== undefined ? { seed } : {}),
-          ...(semanticNote ? { semantic: semanticNote } : {}),
-        },
-        newState === undefined ? undefined : { state: newState, reason: "step" },
-      );
+          newState === undefined ? undefined : { state: newState, reason: "step" },
+        )
+        .catch((error: unknown) => {
+          if (simulatedChanges) this.forget(id);
+          throw error;
+        });
+      if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
       return { ...result, simulator, step: entry.index, semantic };
     };
 
@@ -385,6 +396,7 @@ export class Engine {
         lineage: (replayable) => sessionLineage(this.store, id, replayable),
       });
       seed = result.seed;
+      simulatedChanges = result.changes.length > 0;
     } catch (error) {
       // A simulator failure (a model that gave up, a dead bridge) leaves the state untouched.
       const message = error instanceof Error ? error.message : String(error);
@@ -494,10 +506,17 @@ export class Engine {
     for (const simulator of this.simulators.values()) simulator.forget?.(id);
   }
 
-  /** Runs `task` after every earlier task of the same session (calls on one session never interleave). */
+  /**
+   * Runs `task` after every earlier task of the same session (calls on one session never interleave),
+   * and, when the store is shared between processes, under the store's lock on that session, so that
+   * calls on it from other replicas wait too. The task reads the session's latest state from the store
+   * once it holds the lock, never before.
+   */
   private serial<T>(id: string, task: () => Promise<T>): Promise<T> {
     const previous = this.queues.get(id) ?? Promise.resolve();
-    const next = previous.then(task, task);
+    const lock = this.store.withSessionLock?.bind(this.store);
+    const locked = lock ? () => lock(id, task) : task;
+    const next = previous.then(locked, locked);
     const settled = next.catch(() => undefined);
     this.queues.set(id, settled);
     void settled.then(() => {

@@ -121,10 +121,24 @@ export class CodeSimulator implements Simulator {
     await this.environment.close?.();
   }
 
-  /** The session's live instance at the context's snapshot (marked busy), rebuilt when it is not there. */
+  /**
+   * The session's live instance at the context's snapshot (marked busy), rebuilt when it is not there.
+   *
+   * A live instance is only this process's cache: the store is the truth, and another replica sharing it
+   * may have moved the session on. An instance is reused only when the snapshot the engine just read
+   * (under the session's lock) is the one the instance holds; snapshots are append-only and the engine
+   * drops an instance whose predicted snapshot was not stored, so an equal index means an equal state.
+   *
+   * Instances of environments that start from any state (TypeScript, sandboxed JavaScript) are cheap to
+   * make, so every call gets a fresh one from the stored state, with a seed and a clock of its own: the
+   * ids, random draws and times of a call then depend only on the session and the call's place in it,
+   * never on which replica ran it or what that replica had cached, and replaying the history on a fresh
+   * engine gives the same states.
+   */
   private async acquire(context: SimulationContext): Promise<Live> {
     const cached = this.live.get(context.sessionId);
-    if (cached && cached.snapshotIndex === context.snapshotIndex) {
+    const reusable = isReplayingEnvironment(this.environment);
+    if (cached && reusable && cached.snapshotIndex === context.snapshotIndex) {
       this.live.delete(context.sessionId);
       this.live.set(context.sessionId, cached);
       cached.busy++;
@@ -144,7 +158,7 @@ export class CodeSimulator implements Simulator {
   private async open(context: SimulationContext, clock: CallClock): Promise<EnvironmentInstance> {
     const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
     if (!isReplayingEnvironment(this.environment))
-      return this.environment.create({ state: context.state, seed, clock });
+      return this.environment.create({ state: context.state, seed: `${seed}:${context.random.seed}`, clock });
     const lineage = context.lineage;
     return this.environment.restore({
       state: context.state,
