@@ -9,6 +9,33 @@ export function isRedisUrl(value: string): boolean {
 }
 
 /**
+ * Reads `--queue`'s Redis URL: `redis://[:password@]host:port[/db][?queue=<name>&prefix=<prefix>]`. The
+ * two parameters select the BullMQ queue and the key prefix (both default to "terrarium"), so that several
+ * independent queues can share one Redis; they are taken off the URL given to the client.
+ */
+export function parseQueueUrl(spec: string): { url: string; options: RedisJobQueueOptions } {
+  let parsed: URL;
+  try {
+    parsed = new URL(spec);
+  } catch {
+    throw new TerrariumError("INVALID_INPUT", `--queue: not a URL: "${spec}"`);
+  }
+  const options: RedisJobQueueOptions = {};
+  for (const [key, value] of [...parsed.searchParams]) {
+    if (key === "queue") options.queue = value;
+    else if (key === "prefix") options.prefix = value;
+    else continue;
+    if (!/^[A-Za-z0-9._-]+$/.test(value))
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `--queue: ${key} may hold letters, digits, ".", "_" and "-" only`,
+      );
+    parsed.searchParams.delete(key);
+  }
+  return { url: parsed.toString(), options };
+}
+
+/**
  * The queue `--queue` names: a Redis URL gives `RedisJobQueue` (checked to answer), nothing or `local`
  * the in-process queue.
  */
@@ -18,6 +45,16 @@ export async function openJobQueue(
 ): Promise<JobQueue> {
   if (spec === undefined || spec === "local")
     return new LocalJobQueue(options.concurrency !== undefined ? { concurrency: options.concurrency } : {});
-  if (isRedisUrl(spec)) return RedisJobQueue.connect(spec, options);
-  throw new TerrariumError("INVALID_INPUT", `--queue takes redis://host:port[/db] or local, got "${spec}"`);
+  return openRedisQueue(spec, options);
+}
+
+/** `--queue`'s Redis queue, refusing anything but a Redis URL. */
+export async function openRedisQueue(
+  spec: string,
+  options: RedisJobQueueOptions = {},
+): Promise<RedisJobQueue> {
+  if (!isRedisUrl(spec))
+    throw new TerrariumError("INVALID_INPUT", `--queue takes redis://host:port[/db], got "${spec}"`);
+  const { url, options: fromUrl } = parseQueueUrl(spec);
+  return RedisJobQueue.connect(url, { ...options, ...fromUrl });
 }

@@ -352,18 +352,14 @@ export async function evaluateSamples(
     );
   const todo = samples.filter((sample) => !options.done?.has(sample.id));
   const predictions: EnvSimPrediction[] = [];
-  const environments = new EnvironmentCache();
-  const run: RunContext = { simulator, models: options.models, episodes, environments };
+  const predictor = new SamplePredictor(simulator, {
+    models: options.models,
+    ...(episodes ? { episodes } : {}),
+  });
   let next = 0;
   const worker = async () => {
     while (next < todo.length) {
-      const sample = todo[next++] as EnvSimSample;
-      let prediction: EnvSimPrediction;
-      try {
-        prediction = await predict(sample, run);
-      } catch (error) {
-        prediction = { sampleId: sample.id, observation: "", changes: [], error: (error as Error).message };
-      }
+      const prediction = await predictor.predict(todo[next++] as EnvSimSample);
       predictions.push(prediction);
       await options.onPrediction?.(prediction);
       options.onProgress?.(predictions.length, todo.length);
@@ -372,9 +368,45 @@ export async function evaluateSamples(
   try {
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
   } finally {
-    await environments.close();
+    await predictor.close();
   }
   return predictions;
+}
+
+/**
+ * Predicts samples one at a time with one simulator, keeping the environments it loads until closed:
+ * what `evaluateSamples` runs concurrently, and what a queue worker runs for its items.
+ */
+export class SamplePredictor {
+  private readonly run: RunContext;
+
+  constructor(simulator: EvalSimulator, options: { models: Models; episodes?: EpisodeIndex }) {
+    this.run = {
+      simulator,
+      models: options.models,
+      episodes: options.episodes,
+      environments: new EnvironmentCache(),
+    };
+  }
+
+  /**
+   * The sample's prediction; a failure becomes a prediction with an error (it scores as wrong).
+   * `options` overrides the models (a per-item view) and the episodes (the history prompt's) of this call.
+   */
+  async predict(
+    sample: EnvSimSample,
+    options: { models?: Models; episodes?: EpisodeIndex } = {},
+  ): Promise<EnvSimPrediction> {
+    try {
+      return await predict(sample, { ...this.run, ...options });
+    } catch (error) {
+      return { sampleId: sample.id, observation: "", changes: [], error: (error as Error).message };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.run.environments.close();
+  }
 }
 
 interface RunContext {

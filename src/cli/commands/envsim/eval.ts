@@ -9,6 +9,7 @@ import {
   parseSimulatorSpec,
   readEpisodes,
 } from "../../../bench/envsim/evaluate.js";
+import { envsimRunId, evaluateOnQueue } from "../../../bench/envsim/queued.js";
 import {
   renderCsv,
   renderHtml,
@@ -20,6 +21,7 @@ import { isSampleFile, readSamplesSync } from "../../../bench/envsim/sample-stor
 import { type ScoreMode, scoreSample, summarise } from "../../../bench/envsim/score.js";
 import type { EnvSimPrediction, EnvSimSample } from "../../../bench/envsim/types.js";
 import { TerrariumError } from "../../../core/errors.js";
+import { openJobQueue } from "../../../queue/index.js";
 import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
 
 import { modelsFor, readJsonl } from "./shared.js";
@@ -52,6 +54,10 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
       "keep the predictions already in --out and make the missing ones (errored ones are made again)",
     )
     .option("--seed <seed>", "seed of the bootstrap confidence intervals", "1")
+    .option(
+      "--queue <url>",
+      "enqueue the samples on Redis (redis://host:port) for `terrarium worker`s instead of predicting here",
+    )
     .option("--json", "print the summary as JSON instead of Markdown tables")
     .description(
       "predict every sample with each simulator (cached, resumable, concurrent), then score FM and CM",
@@ -71,6 +77,7 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
           concurrency: number;
           resume?: boolean;
           seed: string;
+          queue?: string;
           json?: boolean;
         },
         command: Command,
@@ -140,6 +147,18 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
             ? keepFinished(file, ids)
             : { done: new Set<string>(), retried: 0 };
           if (!options.resume) writeFileSync(file, "");
+          if (options.queue) {
+            await predictOnQueue(
+              options.queue,
+              { samples, spec, done, retried, file, bench: options.bench, out },
+              io,
+              {
+                ...(episodes ? { episodes } : {}),
+                resume: options.resume === true,
+              },
+            );
+            continue;
+          }
           const model =
             simulator.kind === "model"
               ? simulator.model
@@ -212,6 +231,57 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
       writeFileSync(options.out, text);
       io.stderr.write(`report written to ${options.out} (${mode} scoring)\n`);
     });
+}
+
+/**
+ * One simulator's predictions made by `terrarium worker`s: the samples go on the queue as one run (the
+ * same run when resumed), and predictions are written as they arrive from any worker.
+ */
+async function predictOnQueue(
+  url: string,
+  job: {
+    samples: EnvSimSample[];
+    spec: string;
+    done: Set<string>;
+    retried: number;
+    file: string;
+    bench: string;
+    out: string;
+  },
+  io: CliIo,
+  options: { episodes?: EpisodeIndex; resume: boolean },
+): Promise<void> {
+  const { samples, spec, done, file } = job;
+  const queue = await openJobQueue(url);
+  try {
+    const runId = envsimRunId({ benchmark: readFileSync(job.bench), simulator: spec, out: job.out });
+    const todo = samples.length - done.size;
+    io.stderr.write(
+      `${describeSimulator(parseSimulatorSpec(spec))}: ${todo} samples to predict on ${queue.description} (${done.size} already done${
+        job.retried > 0 ? `, ${job.retried} that failed before are predicted again` : ""
+      })\n`,
+    );
+    const progress = new Progress(io.stderr, todo, "samples");
+    let failed = 0;
+    const { predictions, earlier } = await evaluateOnQueue(queue, samples, spec, {
+      runId,
+      done,
+      resume: options.resume,
+      ...(options.episodes ? { episodes: options.episodes } : {}),
+      onPrediction: (prediction) => {
+        appendFileSync(file, `${JSON.stringify({ schemaVersion: 1, ...prediction })}\n`);
+        if (prediction.error) failed++;
+        progress.tick(failed > 0 ? `${failed} failed` : undefined);
+      },
+    });
+    progress.done();
+    const errors = predictions.filter((p) => p.error);
+    io.stderr.write(
+      `  ${errors.length} failed${errors[0] ? ` (first: ${errors[0].error})` : ""}; ${earlier} made by an earlier submission of this run; model usage is in each worker's ledger\n`,
+    );
+  } finally {
+    await queue.close();
+  }
 }
 
 /** Version of `run.json`: 2 keeps paths relative to the results folder (1 had them absolute; still read). */
