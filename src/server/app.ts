@@ -60,7 +60,7 @@ export interface AppOptions {
   metrics?: ServerMetrics;
   /** The ledger of the models the engine uses: its records become model metrics and spans. */
   ledger?: UsageLedger;
-  /** In-flight requests, for graceful shutdown (`startServer` passes one; requests are refused once it drains). */
+  /** Graceful shutdown (`startServer` passes one and counts requests in it): once it drains, requests get a 503. */
   drain?: Drain;
 }
 
@@ -100,7 +100,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   app.use("*", async (c, next) => {
     const started = performance.now();
     const method = c.req.method;
-    if (options.drain && !options.drain.enter()) {
+    if (options.drain?.isDraining) {
       await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
       const refused = jsonResponse(
         503,
@@ -116,7 +116,6 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
       await withSpanContext(context, next);
     } finally {
       metrics.requestsInFlight(-1);
-      options.drain?.leave();
       const status = c.res.status;
       let route = routeOf.get(c.req.raw);
       if (!route) {

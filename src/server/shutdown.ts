@@ -1,8 +1,9 @@
 /**
- * Graceful shutdown: the requests a server is answering, and waiting for them to finish. Once draining
- * starts, requests that arrive on connections still open are refused with 503 (a load balancer retries
- * them on another replica) and answers carry `Connection: close`, so no client reuses a connection of a
- * server that is going away.
+ * Graceful shutdown: the requests a server is answering, and waiting for them to finish. `startServer`
+ * counts requests at the HTTP server (from the request until its response is written out, which is later
+ * than the app's handler returning). Once draining starts, the app refuses requests that arrive on
+ * connections still open with 503 (a load balancer retries them on another replica) and its answers carry
+ * `Connection: close`, so no client reuses a connection of a server that is going away.
  */
 export class Drain {
   private active = 0;
@@ -18,15 +19,13 @@ export class Drain {
     return this.draining;
   }
 
-  /** A request starts; false when the server is draining (the request is to be refused). */
-  enter(): boolean {
-    if (this.draining) return false;
+  /** A request arrived. */
+  begin(): void {
     this.active++;
-    return true;
   }
 
-  /** A request that `enter` admitted has been answered. */
-  leave(): void {
+  /** A request's response has been written out (or its connection was lost). */
+  end(): void {
     this.active = Math.max(0, this.active - 1);
     if (this.active === 0) this.wake();
   }

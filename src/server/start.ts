@@ -390,6 +390,14 @@ export async function startServer(options: ServeOptions): Promise<{
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
       server.off("error", failed);
+      // In flight from the request until its response is written out (or its connection is lost).
+      server.on(
+        "request",
+        (_request: unknown, response: { once: (event: "close", listener: () => void) => void }) => {
+          inFlight.begin();
+          response.once("close", () => inFlight.end());
+        },
+      );
       let closing: Promise<ShutdownReport> | undefined;
       const shutdown = async (drainTimeoutMs: number): Promise<ShutdownReport> => {
         const http = server as typeof server & {
