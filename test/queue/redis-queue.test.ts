@@ -70,6 +70,39 @@ describe.skipIf(!REDIS_URL)("RedisJobQueue", () => {
     expect(again.slice(29)).toEqual([expect.objectContaining({ id: "n7", ok: false, attempts: 1 })]);
   });
 
+  it("holds a global concurrency limit across workers", async () => {
+    const prefix = uniquePrefix();
+    cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));
+    const submitter = await openQueue(prefix);
+    await submitter.setLimits({ concurrency: 1 });
+    let active = 0;
+    let most = 0;
+    const counting: JobKind<null, number, number> = {
+      kind: "test.count",
+      async open() {
+        return {
+          async process(item) {
+            active++;
+            most = Math.max(most, active);
+            await new Promise((resolve) => setTimeout(resolve, 30));
+            active--;
+            return item.payload;
+          },
+          async close() {},
+        };
+      },
+    };
+    for (const name of ["a", "b"]) {
+      const queue = await openQueue(prefix);
+      queue.register(counting);
+      queue.work({ concurrency: 3, name, ...FAST });
+    }
+    const items = Array.from({ length: 8 }, (_, index) => ({ id: `n${index}`, payload: index }));
+    const outcome = await submitter.submit({ runId: "run-c", kind: "test.count", context: null, items });
+    expect(outcome.results.size).toBe(8);
+    expect(most).toBe(1);
+  });
+
   it("retries the items of a worker that stopped without finishing them on another worker", async () => {
     const prefix = uniquePrefix();
     cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));
