@@ -282,11 +282,11 @@ export class PostgresStore implements Store {
 
   async snapshots(id: string): Promise<Snapshot[]> {
     await this.ready;
-    await this.requireSession(this.pool, id);
     const { rows } = await this.pool.query<SnapshotRow>(
       "SELECT idx, at, reason, checkpoint, changes FROM terrarium_snapshots WHERE session = $1 ORDER BY idx",
       [id],
     );
+    if (rows.length === 0) throw unknownSession(id); // every session has snapshot 0
     const snapshots: Snapshot[] = [];
     let state: unknown;
     for (const row of rows) {
@@ -301,7 +301,6 @@ export class PostgresStore implements Store {
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
     await this.ready;
-    await this.requireSession(this.pool, id);
     const { rows } =
       last === undefined
         ? await this.pool.query<{ entry: string }>(
@@ -312,6 +311,8 @@ export class PostgresStore implements Store {
             "SELECT entry FROM (SELECT idx, entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT $2) AS w ORDER BY idx",
             [id, Math.max(0, Math.floor(last))],
           );
+    // An empty answer is either a session without calls or no session: only then is it worth asking.
+    if (rows.length === 0) await this.requireSession(this.pool, id);
     return rows.map((row) => JSON.parse(row.entry) as HistoryEntry);
   }
 
@@ -323,6 +324,7 @@ export class PostgresStore implements Store {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     const written = await this.transaction(async (db) => {
       await this.lockSession(db, id);
+      // A statement of its own, after the lock: in READ COMMITTED it sees what the writer before us committed.
       const last = await db.query<{ n: number }>(
         "SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM terrarium_history WHERE session = $1",
         [id],
