@@ -1,8 +1,10 @@
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Catalog } from "../../src/catalog/index.js";
 import { canonicalJson } from "../../src/core/index.js";
 import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
+import { loadPythonEnvironment } from "../../src/envs/python/environment.js";
 import { startServer } from "../../src/server/start.js";
 import {
   type HistoryEntry,
@@ -12,6 +14,7 @@ import {
   type Snapshot,
 } from "../../src/sessions/index.js";
 import { applyTolerantly, CodeSimulator, Engine } from "../../src/sim/index.js";
+import { FIXTURES } from "../helpers/paths.js";
 import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
 
 /**
@@ -236,6 +239,39 @@ describe.runIf(withPostgres)("replicated servers sharing one Postgres", () => {
       };
       expect(state.stats.transfer_count).toBe(40);
       expect(state.accounts["ACC-1001"]?.balance).toBe((initial.accounts["ACC-1001"]?.balance ?? 0) - 40);
+    } finally {
+      for (const engine of engines) await engine.close();
+    }
+  }, 60_000);
+
+  it("keeps live instances per replica only: a Python instance is rebuilt once the session moved on elsewhere", async () => {
+    const environment = await loadPythonEnvironment(join(FIXTURES, "python", "counter.yaml"));
+    const engines = [0, 1].map(
+      () =>
+        new Engine({
+          catalog: new Catalog(environment.tools),
+          simulators: [new CodeSimulator(environment, "t")],
+          store: new PostgresStore((database as { url: string }).url, { poolSize: 2 }),
+        }),
+    );
+    const [a, b] = engines as [Engine, Engine];
+    try {
+      const session = await a.createSession({ state: await environment.initialState() });
+      const add = (n: number) => ({ name: "add", arguments: { n } });
+      // The counter's hidden call count is not in the state: only a replay of the calls brings it back.
+      expect((await a.call(session.id, add(1))).observation).toBe(1);
+      expect((await b.call(session.id, add(2))).observation).toBe(3);
+      expect((await a.call(session.id, add(3))).observation).toBe(6);
+      expect((await b.call(session.id, { name: "peek", arguments: {} })).observation).toEqual({
+        total: 6,
+        rolls: [],
+        calls: 3,
+      });
+      expect((await a.call(session.id, { name: "peek", arguments: {} })).observation).toEqual({
+        total: 6,
+        rolls: [],
+        calls: 3,
+      });
     } finally {
       for (const engine of engines) await engine.close();
     }
