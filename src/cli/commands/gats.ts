@@ -1,13 +1,22 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { readDocument } from "../../catalog/read-document.js";
+import { hashJson } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { formatCost, type UsageTotals } from "../../models/usage.js";
+import { openJobQueue } from "../../queue/index.js";
 import { buildEngine } from "../../server/start.js";
+import {
+  type DatasetTaskOptions,
+  type DatasetTaskResult,
+  GATS_TASK_JOB,
+  runDatasetTask,
+} from "../../task/dataset-job.js";
 import { type GatsResult, gats } from "../../task/gats.js";
-import { runTaskLine, type TaskLine } from "../../task/run-task.js";
+import type { TaskLine } from "../../task/run-task.js";
 import { BOOTSTRAP_MODES, type BootstrapMode, bootstrapTaskState } from "../../task/task-engine.js";
 import { type CliIo, collect, Progress, parsePositiveInteger, parseWholeNumber } from "../io.js";
 import { describeLoad } from "./tools.js";
@@ -25,6 +34,7 @@ interface GatsCliOptions {
   resume?: boolean;
   strict?: boolean;
   bootstrap: BootstrapMode;
+  queue?: string;
 }
 
 export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
@@ -42,6 +52,10 @@ export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (c
     .option("--out <file>", "results JSONL for --dataset")
     .option("--concurrency <n>", "tasks at once for --dataset", parsePositiveInteger, 2)
     .option("--resume", "skip dataset tasks whose id is already in --out")
+    .option(
+      "--queue <url>",
+      "with --dataset: enqueue the tasks on Redis (redis://host:port) for `terrarium worker`s",
+    )
     .addOption(
       new Option(
         "--bootstrap <mode>",
@@ -161,61 +175,83 @@ async function runDataset(
   let failed = 0;
   let flagged = 0;
   const progress = new Progress(io.stderr, pending.length, "tasks");
-  let next = 0;
-  const worker = async () => {
-    while (next < pending.length) {
-      const task = pending[next++] as TaskLine;
-      let record: Record<string, unknown>;
-      try {
-        const result = await runTaskLine(task, models.forRun(), {
-          maxRetries: options.maxRetries,
-          bootstrap: options.bootstrap,
-          ...(options.planner ? { plannerModel: options.planner } : {}),
-        });
-        // A simulated call that failed (the simulator's model) makes the verdict unreliable: flagged as an
-        // error, not counted as solved or unsolved.
-        const simulatorErrors = result.turns.reduce(
-          (total, turn) =>
-            total + (turn.attempts[turn.chosen]?.calls.filter((c) => c.status === "error").length ?? 0),
-          0,
-        );
-        if (simulatorErrors > 0) flagged++;
-        else if (result.success) solved++;
-        record = {
-          schemaVersion: 1,
-          id: task.id,
-          success: result.success,
-          ...(simulatorErrors > 0
-            ? { error: `${simulatorErrors} simulated call(s) of the chosen attempts failed`, simulatorErrors }
-            : {}),
-          bootstrap: result.bootstrap,
-          calls: result.calls,
-          attempts: result.turns.map((turn) =>
-            turn.attempts.map((a) => ({
-              success: a.judgement.success,
-              score: a.judgement.score,
-              calls: a.calls.length,
-              failedCalls: a.calls.filter((c) => c.status === "error").length,
-              usage: a.usage,
-            })),
-          ),
-          usage: result.usage,
-          latencyMs: Math.round(result.latencyMs),
-        };
-      } catch (error) {
-        failed++;
-        record = { schemaVersion: 1, id: task.id, error: (error as Error).message };
-      }
-      // One line per task as it finishes, so an interrupted run can resume.
-      appendFileSync(options.out as string, `${JSON.stringify(record)}\n`);
-      progress.tick(`${solved} solved, ${failed + flagged} errors`);
-    }
+  // On a queue the models run in the workers: the cost is what the tasks' lines report.
+  const reported = { costUsd: 0, unpricedCalls: 0 };
+  const finish = ({ record, outcome }: DatasetTaskResult) => {
+    const usage = record.usage as Partial<UsageTotals> | undefined;
+    reported.costUsd += usage?.costUsd ?? 0;
+    reported.unpricedCalls += usage?.unpricedCalls ?? 0;
+    if (outcome === "solved") solved++;
+    else if (outcome === "flagged") flagged++;
+    else if (outcome === "failed") failed++;
+    // One line per task as it finishes, so an interrupted run can resume.
+    appendFileSync(options.out as string, `${JSON.stringify(record)}\n`);
+    progress.tick(`${solved} solved, ${failed + flagged} errors`);
   };
-  await Promise.all(Array.from({ length: options.concurrency }, worker));
+  const taskOptions: DatasetTaskOptions = {
+    maxRetries: options.maxRetries,
+    bootstrap: options.bootstrap,
+    ...(options.planner ? { plannerModel: options.planner } : {}),
+  };
+  if (options.queue) await runDatasetOnQueue(options, pending, taskOptions, finish, io);
+  else {
+    let next = 0;
+    const worker = async () => {
+      while (next < pending.length)
+        finish(await runDatasetTask(pending[next++] as TaskLine, models.forRun(), taskOptions));
+    };
+    await Promise.all(Array.from({ length: options.concurrency }, worker));
+  }
   progress.done();
   const scored = pending.length - failed - flagged;
   io.stderr.write(
-    `${solved}/${scored} solved (max retries ${options.maxRetries}); ${failed} tasks failed, ${flagged} flagged for failed simulated calls (left out); ${done.size} skipped as already done; ${formatCost(models.ledger.totals)}\n`,
+    `${solved}/${scored} solved (max retries ${options.maxRetries}); ${failed} tasks failed, ${flagged} flagged for failed simulated calls (left out); ${done.size} skipped as already done; ${formatCost(options.queue ? reported : models.ledger.totals)}\n`,
   );
   if (failed + flagged > 0) setExitCode(1);
+}
+
+/**
+ * The dataset's pending tasks as work items for `terrarium worker`s: one run per dataset, results file and
+ * options (the same run when resumed); each task's line is written as it arrives from any worker.
+ */
+async function runDatasetOnQueue(
+  options: GatsCliOptions,
+  pending: TaskLine[],
+  taskOptions: DatasetTaskOptions,
+  finish: (result: DatasetTaskResult) => void,
+  io: CliIo,
+): Promise<void> {
+  const queue = await openJobQueue(options.queue);
+  try {
+    const runId = `gats-${hashJson({
+      dataset: readFileSync(options.dataset as string, "utf8"),
+      out: resolve(options.out as string),
+      taskOptions,
+    }).slice(0, 24)}`;
+    if (!options.resume) await queue.discard(runId);
+    io.stderr.write(`${pending.length} tasks to run on ${queue.description}\n`);
+    const byId = new Map(pending.map((task) => [String(task.id), task]));
+    const outcome = await queue.submit<DatasetTaskOptions, TaskLine, DatasetTaskResult>(
+      {
+        runId,
+        kind: GATS_TASK_JOB,
+        context: taskOptions,
+        items: [...byId].map(([id, payload]) => ({ id, payload })),
+      },
+      {
+        onResult: (result) =>
+          finish(
+            result.ok
+              ? result.value
+              : {
+                  record: { schemaVersion: 1, id: byId.get(result.id)?.id ?? result.id, error: result.error },
+                  outcome: "failed",
+                },
+          ),
+      },
+    );
+    if (outcome.earlier > 0) io.stderr.write(`${outcome.earlier} tasks were run by an earlier submission\n`);
+  } finally {
+    await queue.close();
+  }
 }

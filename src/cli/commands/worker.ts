@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { envsimPredictJob } from "../../bench/envsim/queued.js";
 import type { Models } from "../../models/hub.js";
 import { type JobKind, openRedisQueue, type QueueWorker, type RedisJobQueue } from "../../queue/index.js";
+import { datasetTaskJob } from "../../task/dataset-job.js";
 import { type CliIo, parsePositiveInteger } from "../io.js";
 import { modelsFor } from "./envsim/shared.js";
 
@@ -79,7 +80,7 @@ Examples:
 
 /** Every kind of work item terrarium's commands put on a queue, using the worker's models. */
 export function knownJobKinds(models: (roles: Record<string, string>) => Models): JobKind[] {
-  return [envsimPredictJob(models) as JobKind];
+  return [envsimPredictJob(models) as JobKind, datasetTaskJob(models) as JobKind];
 }
 
 export interface RunningWorker {
