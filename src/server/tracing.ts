@@ -6,6 +6,7 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
+  type TextMapGetter,
   trace,
 } from "@opentelemetry/api";
 import type { UsageRecord } from "../models/usage.js";
@@ -33,7 +34,14 @@ export const SPAN_ATTRIBUTES = {
   role: "terrarium.model_role",
   cached: "terrarium.model_cached",
   costUsd: "terrarium.model_cost_usd",
+  scope: "terrarium.usage_scope",
 } as const;
+
+/** Reads propagation headers (`traceparent`, `baggage`, …) straight from a request's Headers. */
+const HEADERS_GETTER: TextMapGetter<Headers> = {
+  get: (headers, key) => headers.get(key) ?? undefined,
+  keys: (headers) => [...headers.keys()],
+};
 
 function tracer() {
   // Looked up each time: a provider registered after the server started is still used.
@@ -46,11 +54,7 @@ export function startHttpSpan(
   path: string,
   headers: Headers,
 ): { span: Span; context: Context } {
-  const carrier: Record<string, string> = {};
-  headers.forEach((value, key) => {
-    carrier[key] = value;
-  });
-  const parent = propagation.extract(context.active(), carrier);
+  const parent = propagation.extract(context.active(), headers, HEADERS_GETTER);
   const span = tracer().startSpan(
     method,
     {
@@ -132,7 +136,8 @@ export function traceModelCall(record: UsageRecord): void {
     [SPAN_ATTRIBUTES.costUsd]: record.costUsd,
   };
   if (record.role) attributes[SPAN_ATTRIBUTES.role] = record.role;
-  if (record.scope) attributes[SPAN_ATTRIBUTES.sessionId] = record.scope.split("#")[0] as string;
+  // The ledger's scope: a session (`<id>`, `<id>#bootstrap`), or a task or sample outside the server.
+  if (record.scope) attributes[SPAN_ATTRIBUTES.scope] = record.scope;
   const span = tracer().startSpan(`model ${record.model}`, {
     kind: SpanKind.CLIENT,
     startTime: now - Math.max(0, record.latencyMs),

@@ -142,7 +142,7 @@ describe("OpenTelemetry spans", () => {
       "gen_ai.usage.input_tokens": 50,
       "gen_ai.usage.output_tokens": 5,
       [SPAN_ATTRIBUTES.role]: "simulator",
-      [SPAN_ATTRIBUTES.sessionId]: id,
+      [SPAN_ATTRIBUTES.scope]: id,
     });
     expect(parentOf(model as ReadableSpan)).toBe(tool?.spanContext().spanId);
     expect(parentOf(tool as ReadableSpan)).toBe(http?.spanContext().spanId);
