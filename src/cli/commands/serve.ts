@@ -113,7 +113,10 @@ export function registerServeCommand(program: Command, io: CliIo): void {
     )
     .option("--port <port>", "port to listen on", wholeNumber, 8080)
     .option("--host <host>", "address to listen on", "127.0.0.1")
-    .option("--db <file>", "keep sessions in this SQLite file (default: in memory)")
+    .option(
+      "--db <file|url>",
+      "keep sessions in this SQLite file, or in Postgres at a postgres:// URL shared by replicas (default: in memory)",
+    )
     .option(
       "--token <token>",
       "accept this bearer token (repeatable); each token sees only its own sessions",
