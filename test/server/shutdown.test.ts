@@ -8,6 +8,7 @@ import { Catalog } from "../../src/catalog/catalog.js";
 import { createApp, startServer } from "../../src/server/index.js";
 import { Drain } from "../../src/server/shutdown.js";
 import { Engine } from "../../src/sim/engine.js";
+import { cli } from "../helpers/cli.js";
 import { toolFixture } from "../helpers/paths.js";
 import {
   type ScriptedLlmServer,
@@ -123,6 +124,14 @@ describe("graceful shutdown", () => {
     expect(await refused.json()).toMatchObject({ error: { code: "SHUTTING_DOWN" } });
     expect(drain.inFlight).toBe(0);
     expect(await drain.wait(1000)).toBe(true);
+  });
+
+  it("serve refuses a --drain-timeout that is not a number of seconds before anything starts", async () => {
+    for (const value of ["soon", "Infinity"]) {
+      const run = await cli(["serve", "bank", "--port", "0", "--drain-timeout", value]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("--drain-timeout must be a number of seconds, 0 or more");
+    }
   });
 
   it("terrarium serve drains on SIGTERM, then exits 0", async () => {
