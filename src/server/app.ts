@@ -97,6 +97,10 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   metrics.watchEngine(engine);
   if (options.ledger) metrics.watchLedger(options.ledger);
   const routeOf = new WeakMap<Request, { path: string; session?: string }>();
+  const routeLabel = (method: string, url: string) => {
+    const match = table.match(method, new URL(url).pathname);
+    return match.kind === "found" ? match.route.path : UNMATCHED_ROUTE;
+  };
   app.use("*", async (c, next) => {
     const started = performance.now();
     const method = c.req.method;
@@ -107,7 +111,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
         { error: { code: "SHUTTING_DOWN", message: "the server is shutting down; send the request again" } },
         { connection: "close", "retry-after": "1" },
       );
-      metrics.observeHttp({ method, route: UNMATCHED_ROUTE, status: 503, seconds: 0, code: "SHUTTING_DOWN" });
+      metrics.observeHttp({ method, route: routeLabel(method, c.req.url), status: 503, seconds: 0 });
       return refused;
     }
     metrics.requestsInFlight(1);
@@ -117,12 +121,9 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     } finally {
       metrics.requestsInFlight(-1);
       const status = c.res.status;
-      let route = routeOf.get(c.req.raw);
-      if (!route) {
-        const match = table.match(method, new URL(c.req.url).pathname);
-        route = { path: match.kind === "found" ? match.route.path : UNMATCHED_ROUTE };
-      }
-      const session = route.session ?? c.req.header("x-session-id");
+      // Requests the middlewares answered (401, 413) never reached the dispatcher: their route is looked up.
+      const route = routeOf.get(c.req.raw) ?? { path: routeLabel(method, c.req.url) };
+      const session = route.session ?? c.req.header("x-session-id")?.slice(0, 200);
       metrics.observeHttp({
         method,
         route: route.path,
