@@ -627,10 +627,12 @@ beforeAll(async () => {
   await buildSeed(seedDir);
 }, 60_000);
 
+// Removing every example's working directory (copies of the seed, run folders, screenshots) can take
+// longer than the default hook timeout on a busy machine.
 afterAll(async () => {
   await server?.close();
   if (base) rmSync(base, { recursive: true, force: true });
-});
+}, 120_000);
 
 // ---------------------------------------------------------------------------------------------------------
 // Checking what an example produced
