@@ -27,7 +27,7 @@ const MIGRATIONS: Array<{ version: number; description: string; sql: string }> =
         record TEXT NOT NULL
       );
       CREATE INDEX terrarium_sessions_by_owner ON terrarium_sessions (owner, seq);
-      CREATE TABLE terrarium_states (hash TEXT PRIMARY KEY, state TEXT NOT NULL);
+      CREATE TABLE terrarium_states (hash TEXT PRIMARY KEY, size INTEGER NOT NULL, state TEXT NOT NULL);
       CREATE TABLE terrarium_snapshots (
         session TEXT NOT NULL REFERENCES terrarium_sessions (id) ON DELETE CASCADE,
         idx INTEGER NOT NULL,
@@ -324,29 +324,39 @@ export class PostgresStore implements Store {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     const written = await this.transaction(async (db) => {
       await this.lockSession(db, id);
-      // A statement of its own, after the lock: in READ COMMITTED it sees what the writer before us committed.
-      const last = await db.query<{ n: number }>(
-        "SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM terrarium_history WHERE session = $1",
-        [id],
-      );
-      const full: HistoryEntry = { ...entry, index: last.rows[0]?.n ?? 0 };
-      if (state) {
-        // The changes from the latest state as the database has it (under the session's row lock).
-        const previous = (await this.readLatest(db, id)) as Snapshot;
-        const index = previous.index + 1;
-        await this.writeSnapshot(db, id, index, entry.at, state.reason, previous.state, next);
-        full.snapshot = index;
+      // Statements after the lock see, in READ COMMITTED, what the writer before us committed.
+      if (!state) {
+        const last = await db.query<{ n: number }>(
+          "SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM terrarium_history WHERE session = $1",
+          [id],
+        );
+        return this.insertEntry(db, id, { ...entry, index: last.rows[0]?.n ?? 0 });
       }
-      await db.query("INSERT INTO terrarium_history (session, idx, entry) VALUES ($1, $2, $3)", [
-        id,
-        full.index,
-        JSON.stringify(full),
-      ]);
-      return full;
+      // The next history index, the latest snapshot and its checkpoint chain, in one round trip.
+      const { rows } = await db.query<StepContextRow>(STEP_CONTEXT, [id]);
+      const context = rows[0] as StepContextRow;
+      // The changes are taken from the latest state as the database has it (under the row lock).
+      const previous = (await this.latestFromRow(db, id, context)) as Snapshot;
+      const index = previous.index + 1;
+      await this.writeSnapshot(db, id, index, entry.at, state.reason, previous.state, next, {
+        size: context.base_size,
+        n: context.chain_n,
+        bytes: context.chain_bytes,
+      });
+      return this.insertEntry(db, id, { ...entry, index: context.next_entry, snapshot: index });
     });
     if (written.snapshot !== undefined && state)
       this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
     return written;
+  }
+
+  private async insertEntry(db: Queryable, id: string, full: HistoryEntry): Promise<HistoryEntry> {
+    await db.query("INSERT INTO terrarium_history (session, idx, entry) VALUES ($1, $2, $3)", [
+      id,
+      full.index,
+      JSON.stringify(full),
+    ]);
+    return full;
   }
 
   async appendSnapshot(
@@ -496,22 +506,27 @@ export class PostgresStore implements Store {
     reason: Snapshot["reason"],
     before: unknown,
     after: unknown,
+    chain?: { size: number | null; n: number | null; bytes: string | null },
   ): Promise<void> {
     const changes = JSON.stringify(diffJson(before, after));
-    // The nearest checkpoint before, its size, and the chain of changes since it, in one query.
-    const { rows } = await db.query<{ idx: number; size: number; n: number; bytes: string }>(
-      `SELECT b.idx,
-              COALESCE((SELECT length(state) FROM terrarium_states WHERE hash = b.checkpoint), 0) AS size,
-              (SELECT COUNT(*)::int FROM terrarium_snapshots c WHERE c.session = $1 AND c.idx > b.idx) AS n,
-              (SELECT COALESCE(SUM(length(changes)), 0) FROM terrarium_snapshots c WHERE c.session = $1 AND c.idx > b.idx) AS bytes
-         FROM terrarium_snapshots b
-        WHERE b.session = $1 AND b.idx <= $2 AND b.checkpoint IS NOT NULL
-        ORDER BY b.idx DESC LIMIT 1`,
-      [id, index - 1],
-    );
-    const base = rows[0];
+    let base = chain;
+    if (!base) {
+      // The size of the nearest checkpoint before, and the chain of changes since it, in one query.
+      const { rows } = await db.query<{ size: number; n: number; bytes: string }>(
+        `SELECT st.size,
+                (SELECT COUNT(*)::int FROM terrarium_snapshots c WHERE c.session = $1 AND c.idx > b.idx) AS n,
+                (SELECT COALESCE(SUM(length(changes)), 0) FROM terrarium_snapshots c WHERE c.session = $1 AND c.idx > b.idx) AS bytes
+           FROM terrarium_snapshots b JOIN terrarium_states st ON st.hash = b.checkpoint
+          WHERE b.session = $1 AND b.idx <= $2 AND b.checkpoint IS NOT NULL
+          ORDER BY b.idx DESC LIMIT 1`,
+        [id, index - 1],
+      );
+      base = rows[0];
+    }
     if (
       base &&
+      base.size !== null &&
+      base.n !== null &&
       base.n < this.policy.maxChain &&
       Number(base.bytes) + changes.length <= Math.max(4096, base.size * this.policy.maxChangeRatio)
     ) {
@@ -536,8 +551,8 @@ export class PostgresStore implements Store {
     const hash = createHash("sha256").update(text).digest("hex");
     // DO UPDATE (not DO NOTHING) locks an existing row, so a concurrent clean-up cannot free it under us.
     await db.query(
-      "INSERT INTO terrarium_states (hash, state) VALUES ($1, $2) ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash",
-      [hash, text],
+      "INSERT INTO terrarium_states (hash, size, state) VALUES ($1, $2, $3) ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash",
+      [hash, text.length, text],
     );
     await db.query(
       "INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes) VALUES ($1, $2, $3, $4, $5, NULL)",
@@ -552,8 +567,11 @@ export class PostgresStore implements Store {
       "SELECT idx, at, reason, checkpoint, changes FROM terrarium_snapshots WHERE session = $1 ORDER BY idx DESC LIMIT 1",
       [id],
     );
-    const row = rows[0];
-    if (!row) return undefined;
+    return rows[0] ? this.latestFromRow(db, id, rows[0]) : undefined;
+  }
+
+  /** The snapshot a row of the latest one describes: the cached state when it is that one. */
+  private async latestFromRow(db: Queryable, id: string, row: SnapshotRow): Promise<Snapshot | undefined> {
     const cached = this.latest.get(id);
     if (cached?.index === row.idx && cached.at === row.at && cached.reason === row.reason) return cached;
     let state: unknown;
@@ -620,6 +638,27 @@ interface SnapshotRow {
   checkpoint: string | null;
   changes: string | null;
 }
+
+/** What a step that changes the state needs to know, read in one query once the session's row is locked. */
+interface StepContextRow extends SnapshotRow {
+  next_entry: number;
+  base_size: number | null;
+  chain_n: number | null;
+  chain_bytes: string | null;
+}
+
+const STEP_CONTEXT = `
+  SELECT (SELECT COALESCE(MAX(idx) + 1, 0) FROM terrarium_history WHERE session = $1) AS next_entry,
+         l.idx, l.at, l.reason, l.checkpoint, l.changes,
+         st.size AS base_size, ch.n AS chain_n, ch.bytes AS chain_bytes
+    FROM (SELECT idx, at, reason, checkpoint, changes FROM terrarium_snapshots
+           WHERE session = $1 ORDER BY idx DESC LIMIT 1) AS l
+    LEFT JOIN LATERAL (SELECT idx, checkpoint FROM terrarium_snapshots
+                        WHERE session = $1 AND checkpoint IS NOT NULL AND idx <= l.idx
+                        ORDER BY idx DESC LIMIT 1) AS b ON true
+    LEFT JOIN terrarium_states st ON st.hash = b.checkpoint
+    LEFT JOIN LATERAL (SELECT COUNT(*)::int AS n, COALESCE(SUM(length(changes)), 0) AS bytes
+                         FROM terrarium_snapshots c WHERE c.session = $1 AND c.idx > b.idx) AS ch ON true`;
 
 function applyRow(state: unknown, row: { changes: string | null }): unknown {
   return applyChanges(state, JSON.parse(row.changes ?? "[]") as JsonChange[]);
