@@ -85,6 +85,8 @@ describe("graceful shutdown", () => {
 
     const response = await slow;
     expect(response.status).toBe(200);
+    // Answered while draining: the client is told not to reuse the connection.
+    expect(response.headers.get("connection")).toBe("close");
     expect(await response.json()).toEqual(ANSWER.observation);
     expect(await closing).toEqual({ inFlight: 1, abandoned: 0 });
     // The call was recorded before the store closed.
