@@ -1,5 +1,6 @@
 import { TerrariumError } from "../core/errors.js";
 import {
+  budgetSpentMessage,
   countProgress,
   errorMessage,
   type ItemResult,
@@ -22,7 +23,10 @@ export interface LocalJobQueueOptions {
 export class LocalJobQueue implements JobQueue {
   readonly description = "in-process";
   private readonly kinds = new Map<string, JobKind>();
-  private readonly runs = new Map<string, { total: number; results: Map<string, ItemResult<unknown>> }>();
+  private readonly runs = new Map<
+    string,
+    { total: number; spentUsd: number; results: Map<string, ItemResult<unknown>> }
+  >();
   private readonly concurrency: number;
 
   constructor(options: LocalJobQueueOptions = {}) {
@@ -39,14 +43,15 @@ export class LocalJobQueue implements JobQueue {
       throw new TerrariumError("INVALID_INPUT", `no handler is registered for jobs of kind ${run.kind}`);
     let state = this.runs.get(run.runId);
     if (!state) {
-      state = { total: 0, results: new Map() };
+      state = { total: 0, spentUsd: 0, results: new Map() };
       this.runs.set(run.runId, state);
     }
     state.total = run.items.length;
     const results = state.results as Map<string, ItemResult<R>>;
     const wanted = new Set(run.items.map((item) => item.id));
     for (const id of [...results.keys()]) if (!wanted.has(id) || !results.get(id)?.ok) results.delete(id);
-    const progress = () => countProgress(run.items.length, results.values());
+    const spending = state;
+    const progress = () => countProgress(run.items.length, results.values(), spending.spentUsd);
     const outcome: RunOutcome<R> = { results: new Map(), earlier: 0 };
     for (const result of results.values()) {
       outcome.results.set(result.id, result);
@@ -62,9 +67,22 @@ export class LocalJobQueue implements JobQueue {
       while (next < todo.length) {
         const item = todo[next++] as (typeof todo)[number];
         let result: ItemResult<R> | undefined;
+        const context = {
+          spend: (usd: number) => {
+            spending.spentUsd += usd;
+          },
+        };
+        if (run.budgetUsd !== undefined && spending.spentUsd >= run.budgetUsd)
+          result = {
+            id: item.id,
+            ok: false,
+            error: budgetSpentMessage(run.budgetUsd, spending.spentUsd),
+            attempts: 0,
+            worker: "local",
+          };
         for (let attempt = 1; !result; attempt++) {
           try {
-            const value = (await runner.process(item)) as R;
+            const value = (await runner.process(item, context)) as R;
             result = { id: item.id, ok: true, value, attempts: attempt, worker: "local" };
           } catch (error) {
             if (attempt >= attempts)
@@ -92,7 +110,7 @@ export class LocalJobQueue implements JobQueue {
 
   async progress(runId: string) {
     const state = this.runs.get(runId);
-    return countProgress(state?.total ?? 0, state?.results.values() ?? []);
+    return countProgress(state?.total ?? 0, state?.results.values() ?? [], state?.spentUsd ?? 0);
   }
 
   async results<R = unknown>(runId: string): Promise<Map<string, ItemResult<R>>> {

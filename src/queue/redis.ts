@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
-import { type Job, Queue, Worker } from "bullmq";
+import { type Job, Queue, UnrecoverableError, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { TerrariumError } from "../core/errors.js";
 import {
+  budgetSpentMessage,
   countProgress,
   errorMessage,
   type ItemResult,
@@ -141,22 +142,22 @@ export class RedisJobQueue implements JobQueue {
   async submit<C, P, R>(run: RunSubmission<C, P>, options: SubmitOptions<R> = {}): Promise<RunOutcome<R>> {
     const keys = this.runKeys(run.runId);
     const attempts = Math.max(1, run.attempts ?? 3);
-    await this.redis
-      .multi()
-      .hset(keys.meta, {
-        kind: run.kind,
-        context: JSON.stringify(run.context ?? null),
-        total: run.items.length,
-      })
-      .expire(keys.meta, this.keepSeconds)
-      .exec();
+    const meta = this.redis.multi().hset(keys.meta, {
+      kind: run.kind,
+      context: JSON.stringify(run.context ?? null),
+      total: run.items.length,
+    });
+    if (run.budgetUsd !== undefined) meta.hset(keys.meta, "budgetUsd", run.budgetUsd);
+    else meta.hdel(keys.meta, "budgetUsd");
+    await meta.expire(keys.meta, this.keepSeconds).exec();
+    let spentUsd = Number((await this.redis.hget(keys.meta, "spentUsd")) ?? 0);
     // The log position first: whatever finishes from here on is read from the log, whatever finished
     // before is in the results read next (an item in both is taken once).
     let cursor = await this.redis.llen(keys.log);
     const stored = await this.readResults<R>(run.runId);
     const outcome: RunOutcome<R> = { results: new Map(), earlier: 0 };
     const total = run.items.length;
-    const progress = (): RunProgress => countProgress(total, outcome.results.values());
+    const progress = (): RunProgress => countProgress(total, outcome.results.values(), spentUsd);
     const deliver = async (result: ItemResult<R>) => {
       if (outcome.results.has(result.id)) return;
       outcome.results.set(result.id, result);
@@ -195,7 +196,11 @@ export class RedisJobQueue implements JobQueue {
     let lastLostCheck = Date.now();
     while (pending.size > 0) {
       await sleep(this.pollMs);
-      const logged = await this.redis.lrange(keys.log, cursor, -1);
+      const [logged, spent] = await Promise.all([
+        this.redis.lrange(keys.log, cursor, -1),
+        this.redis.hget(keys.meta, "spentUsd"),
+      ]);
+      spentUsd = Number(spent ?? 0);
       cursor += logged.length;
       const fresh = [...new Set(logged)].filter((id) => pending.has(id));
       if (fresh.length > 0) {
@@ -250,8 +255,8 @@ export class RedisJobQueue implements JobQueue {
 
   async progress(runId: string): Promise<RunProgress> {
     const keys = this.runKeys(runId);
-    const total = Number((await this.redis.hget(keys.meta, "total")) ?? 0);
-    return countProgress(total, (await this.readResults(runId)).values());
+    const [total, spent] = await this.redis.hmget(keys.meta, "total", "spentUsd");
+    return countProgress(Number(total ?? 0), (await this.readResults(runId)).values(), Number(spent ?? 0));
   }
 
   results<R = unknown>(runId: string): Promise<Map<string, ItemResult<R>>> {
@@ -300,9 +305,42 @@ export class RedisJobQueue implements JobQueue {
       const entry = runnerFor(runId, job.name);
       entry.active++;
       entry.used = Date.now();
+      let spent = 0;
+      // What the item spent is counted before its result is recorded, so a finished run's spending is whole.
+      const flushSpending = async () => {
+        if (spent <= 0) return;
+        const amount = spent;
+        spent = 0;
+        await this.redis.hincrbyfloat(this.runKeys(runId).meta, "spentUsd", amount);
+      };
       try {
+        const [budget, spentBefore] = await this.redis.hmget(
+          this.runKeys(runId).meta,
+          "budgetUsd",
+          "spentUsd",
+        );
+        if (budget != null && Number(spentBefore ?? 0) >= Number(budget)) {
+          const error = budgetSpentMessage(Number(budget), Number(spentBefore ?? 0));
+          const result: ItemResult<unknown> = {
+            id: itemId,
+            ok: false,
+            error,
+            attempts: job.attemptsStarted,
+            worker: name,
+          };
+          await record(runId, result);
+          options.onItem?.(result, job.name);
+          throw new UnrecoverableError(error);
+        }
         const runner = await entry.runner;
-        const value = await runner.process({ id: itemId, payload });
+        const value = await runner.process(
+          { id: itemId, payload },
+          {
+            spend: (usd) => {
+              if (Number.isFinite(usd) && usd > 0) spent += usd;
+            },
+          },
+        );
         const result: ItemResult<unknown> = {
           id: itemId,
           ok: true,
@@ -310,9 +348,11 @@ export class RedisJobQueue implements JobQueue {
           attempts: job.attemptsStarted,
           worker: name,
         };
+        await flushSpending();
         await record(runId, result);
         options.onItem?.(result, job.name);
       } catch (error) {
+        if (error instanceof UnrecoverableError) throw error;
         if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
           const result: ItemResult<unknown> = {
             id: itemId,
@@ -321,11 +361,13 @@ export class RedisJobQueue implements JobQueue {
             attempts: job.attemptsStarted,
             worker: name,
           };
+          await flushSpending();
           await record(runId, result);
           options.onItem?.(result, job.name);
         }
         throw error;
       } finally {
+        await flushSpending();
         entry.active--;
         entry.used = Date.now();
       }

@@ -24,6 +24,8 @@ export interface RunProgress {
   failed: number;
   /** Neither yet: waiting, or being processed. */
   pending: number;
+  /** Money the run's items reported spending (`ItemContext.spend`), over every worker. */
+  spentUsd: number;
 }
 
 /** A batch of work: items of one kind under a run id. Submitting the same run again resumes it. */
@@ -35,6 +37,18 @@ export interface RunSubmission<C = unknown, P = unknown> {
   items: ReadonlyArray<WorkItem<P>>;
   /** Starts per item before it counts as failed (a worker that dies mid-item uses one up). Default 3. */
   attempts?: number;
+  /**
+   * Money the run may spend over all its workers (what items report with `ItemContext.spend`). Checked
+   * before each item starts: once it is spent, the items not yet started fail with a budget error
+   * instead of running (items already running finish, so a run can overshoot by what they cost).
+   */
+  budgetUsd?: number;
+}
+
+/** What a runner may tell the queue about the item it is processing. */
+export interface ItemContext {
+  /** Adds to the run's spending (model calls), which the run's budget is checked against. */
+  spend(usd: number): void;
 }
 
 export interface SubmitOptions<R = unknown> {
@@ -60,7 +74,7 @@ export interface JobKind<C = unknown, P = unknown, R = unknown> {
 
 export interface JobRunner<P = unknown, R = unknown> {
   /** Processes one item; a throw is a failed attempt (retried while attempts remain). */
-  process(item: WorkItem<P>): Promise<R>;
+  process(item: WorkItem<P>, context: ItemContext): Promise<R>;
   close(): Promise<void>;
 }
 
@@ -83,14 +97,23 @@ export interface JobQueue {
   close(): Promise<void>;
 }
 
-export function countProgress(total: number, results: Iterable<ItemResult<unknown>>): RunProgress {
+export function countProgress(
+  total: number,
+  results: Iterable<ItemResult<unknown>>,
+  spentUsd = 0,
+): RunProgress {
   let succeeded = 0;
   let failed = 0;
   for (const result of results) {
     if (result.ok) succeeded++;
     else failed++;
   }
-  return { total, succeeded, failed, pending: Math.max(0, total - succeeded - failed) };
+  return { total, succeeded, failed, pending: Math.max(0, total - succeeded - failed), spentUsd };
+}
+
+/** The error of an item that did not start because its run's budget was spent. */
+export function budgetSpentMessage(budgetUsd: number, spentUsd: number): string {
+  return `MODEL_BUDGET_EXCEEDED: the run's budget of $${budgetUsd.toFixed(4)} is spent ($${spentUsd.toFixed(4)} used over all workers); this item was not started`;
 }
 
 export function errorMessage(error: unknown): string {

@@ -83,7 +83,11 @@ export function datasetTaskJob(
     async open(options) {
       const models = modelsFor({});
       return {
-        process: ({ payload }) => runDatasetTask(payload, models.forRun(), options),
+        process: async ({ payload }, item) => {
+          const result = await runDatasetTask(payload, models.forRun(), options);
+          item.spend((result.record.usage as { costUsd?: number } | undefined)?.costUsd ?? 0);
+          return result;
+        },
         close: () => models.close(),
       };
     },

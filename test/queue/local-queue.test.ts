@@ -37,7 +37,13 @@ describe("LocalJobQueue", () => {
     expect(outcome.results.get("a")).toMatchObject({ ok: true, value: 11, attempts: 1 });
     expect(outcome.results.get("b")).toMatchObject({ ok: true, value: 14, attempts: 2 });
     expect(outcome.results.get("bad")).toMatchObject({ ok: false, error: "bad item", attempts: 2 });
-    expect(await queue.progress("r1")).toEqual({ total: 5, succeeded: 4, failed: 1, pending: 0 });
+    expect(await queue.progress("r1")).toEqual({
+      total: 5,
+      succeeded: 4,
+      failed: 1,
+      pending: 0,
+      spentUsd: 0,
+    });
     expect(log.filter((entry) => entry === "open" || entry === "close")).toEqual(["open", "close"]);
 
     // Submitting again processes only what failed.
@@ -55,6 +61,36 @@ describe("LocalJobQueue", () => {
 
     await queue.discard("r1");
     expect((await queue.progress("r1")).total).toBe(0);
+  });
+
+  it("stops starting items once the run's budget is spent", async () => {
+    const queue = new LocalJobQueue({ concurrency: 1 });
+    queue.register({
+      kind: "test.paid",
+      async open() {
+        return {
+          async process(item: { id: string; payload: number }, context: { spend(usd: number): void }) {
+            context.spend(0.5);
+            return item.payload;
+          },
+          async close() {},
+        };
+      },
+    });
+    const items = Array.from({ length: 5 }, (_, index) => ({ id: `n${index}`, payload: index }));
+    const outcome = await queue.submit({
+      runId: "paid",
+      kind: "test.paid",
+      context: null,
+      items,
+      budgetUsd: 1,
+    });
+    const failed = [...outcome.results.values()].filter((result) => !result.ok);
+    expect(failed.map((result) => result.id)).toEqual(["n2", "n3", "n4"]);
+    expect(failed[0]).toMatchObject({
+      error: expect.stringMatching(/^MODEL_BUDGET_EXCEEDED: the run's budget of \$1\.0000 is spent/),
+    });
+    expect((await queue.progress("paid")).spentUsd).toBe(1);
   });
 
   it("refuses a kind nobody registered", async () => {

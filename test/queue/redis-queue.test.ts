@@ -58,7 +58,13 @@ describe.skipIf(!REDIS_URL)("RedisJobQueue", () => {
     expect(outcome.results.get("n7")).toMatchObject({ ok: false, error: "negative", attempts: 2 });
     const byWorker = new Set([...outcome.results.values()].map((result) => result.worker));
     expect(byWorker).toEqual(new Set(["w0", "w1"]));
-    expect(await submitter.progress("run-a")).toEqual({ total: 30, succeeded: 29, failed: 1, pending: 0 });
+    expect(await submitter.progress("run-a")).toEqual({
+      total: 30,
+      succeeded: 29,
+      failed: 1,
+      pending: 0,
+      spentUsd: 0,
+    });
 
     // Submitted again, only the failed item is processed again.
     const again: ItemResult<number>[] = [];
@@ -101,6 +107,52 @@ describe.skipIf(!REDIS_URL)("RedisJobQueue", () => {
     const outcome = await submitter.submit({ runId: "run-c", kind: "test.count", context: null, items });
     expect(outcome.results.size).toBe(8);
     expect(most).toBe(1);
+  });
+
+  it("holds a run's budget across workers: once spent, items fail without starting", async () => {
+    const prefix = uniquePrefix();
+    cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));
+    const submitter = await openQueue(prefix);
+    let started = 0;
+    const paid: JobKind<null, number, number> = {
+      kind: "test.paid",
+      async open() {
+        return {
+          async process(item, context) {
+            started++;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            context.spend(0.25);
+            return item.payload;
+          },
+          async close() {},
+        };
+      },
+    };
+    for (const name of ["a", "b"]) {
+      const queue = await openQueue(prefix);
+      queue.register(paid);
+      queue.work({ concurrency: 1, name, ...FAST });
+    }
+    const items = Array.from({ length: 12 }, (_, index) => ({ id: `n${index}`, payload: index }));
+    const outcome = await submitter.submit({
+      runId: "run-d",
+      kind: "test.paid",
+      context: null,
+      items,
+      budgetUsd: 1,
+    });
+    const succeeded = [...outcome.results.values()].filter((result) => result.ok).length;
+    // 4 items spend the budget; each worker may have started one more before it saw that.
+    expect(succeeded).toBeGreaterThanOrEqual(4);
+    expect(succeeded).toBeLessThanOrEqual(5);
+    expect(started).toBe(succeeded);
+    const progress = await submitter.progress("run-d");
+    expect(progress).toMatchObject({
+      total: 12,
+      succeeded,
+      failed: 12 - succeeded,
+      spentUsd: succeeded * 0.25,
+    });
   });
 
   it("retries the items of a worker that stopped without finishing them on another worker", async () => {

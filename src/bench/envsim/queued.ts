@@ -34,13 +34,22 @@ export function envsimPredictJob(
       const models = modelsFor(model ? { simulator: model } : {});
       const predictor = new SamplePredictor(simulator, { models });
       return {
-        process: ({ payload }) => {
+        process: async ({ payload }, item) => {
           const { sample, history } = payload;
-          if (!history) return predictor.predict(sample);
-          const episodes = new EpisodeIndex();
-          for (const step of history)
-            episodes.add(environmentOf(sample), sample.envId, { taskId: sample.taskId, ...step });
-          return predictor.predict(sample, { episodes });
+          // A view per sample: its model calls are its own, and their cost counts against the run's budget.
+          const view = models.forRun();
+          let episodes: EpisodeIndex | undefined;
+          if (history) {
+            episodes = new EpisodeIndex();
+            for (const step of history)
+              episodes.add(environmentOf(sample), sample.envId, { taskId: sample.taskId, ...step });
+          }
+          const prediction = await predictor.predict(sample, {
+            models: view,
+            ...(episodes ? { episodes } : {}),
+          });
+          item.spend(view.ledger.totals.costUsd);
+          return prediction;
         },
         async close() {
           await predictor.close();
@@ -76,6 +85,8 @@ export interface QueuedEvaluateOptions {
   resume?: boolean;
   /** Starts per sample before it counts as failed (a worker dying mid-sample uses one). Default 3. */
   attempts?: number;
+  /** Money the run's model calls may cost over all workers (see `RunSubmission.budgetUsd`). */
+  budgetUsd?: number;
   /** Each prediction as it arrives from whichever worker made it, with the run's progress. */
   onPrediction?: (prediction: EnvSimPrediction, progress: RunProgress) => void | Promise<void>;
 }
@@ -90,7 +101,7 @@ export async function evaluateOnQueue(
   samples: EnvSimSample[],
   simulator: string,
   options: QueuedEvaluateOptions,
-): Promise<{ predictions: EnvSimPrediction[]; earlier: number }> {
+): Promise<{ predictions: EnvSimPrediction[]; earlier: number; spentUsd: number }> {
   parseSimulatorSpec(simulator);
   if (!options.resume) await queue.discard(options.runId);
   const items = samples
@@ -101,6 +112,7 @@ export async function evaluateOnQueue(
       return { id: sample.id, payload };
     });
   const predictions: EnvSimPrediction[] = [];
+  let spentUsd = 0;
   const outcome = await queue.submit<EnvSimJobContext, EnvSimJobPayload, EnvSimPrediction>(
     {
       runId: options.runId,
@@ -108,6 +120,7 @@ export async function evaluateOnQueue(
       context: { simulator },
       items,
       ...(options.attempts !== undefined ? { attempts: options.attempts } : {}),
+      ...(options.budgetUsd !== undefined ? { budgetUsd: options.budgetUsd } : {}),
     },
     {
       onResult: async (result, progress) => {
@@ -115,9 +128,10 @@ export async function evaluateOnQueue(
           ? result.value
           : { sampleId: result.id, observation: "", changes: [], error: result.error };
         predictions.push(prediction);
+        spentUsd = progress.spentUsd;
         await options.onPrediction?.(prediction, progress);
       },
     },
   );
-  return { predictions, earlier: outcome.earlier };
+  return { predictions, earlier: outcome.earlier, spentUsd };
 }

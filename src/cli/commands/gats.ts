@@ -193,7 +193,7 @@ async function runDataset(
     bootstrap: options.bootstrap,
     ...(options.planner ? { plannerModel: options.planner } : {}),
   };
-  if (options.queue) await runDatasetOnQueue(options, pending, taskOptions, finish, io);
+  if (options.queue) await runDatasetOnQueue(options, models, pending, taskOptions, finish, io);
   else {
     let next = 0;
     const worker = async () => {
@@ -216,6 +216,7 @@ async function runDataset(
  */
 async function runDatasetOnQueue(
   options: GatsCliOptions,
+  models: Models,
   pending: TaskLine[],
   taskOptions: DatasetTaskOptions,
   finish: (result: DatasetTaskResult) => void,
@@ -237,6 +238,8 @@ async function runDatasetOnQueue(
         kind: GATS_TASK_JOB,
         context: taskOptions,
         items: [...byId].map(([id, payload]) => ({ id, payload })),
+        // The configuration's budget holds for the whole run, over every worker.
+        ...(models.config.budgetUsd !== undefined ? { budgetUsd: models.config.budgetUsd } : {}),
       },
       {
         onResult: (result) =>

@@ -21,6 +21,7 @@ import { isSampleFile, readSamplesSync } from "../../../bench/envsim/sample-stor
 import { type ScoreMode, scoreSample, summarise } from "../../../bench/envsim/score.js";
 import type { EnvSimPrediction, EnvSimSample } from "../../../bench/envsim/types.js";
 import { TerrariumError } from "../../../core/errors.js";
+import { loadConfig } from "../../../models/config.js";
 import { openJobQueue } from "../../../queue/index.js";
 import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
 
@@ -148,6 +149,9 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
             : { done: new Set<string>(), retried: 0 };
           if (!options.resume) writeFileSync(file, "");
           if (options.queue) {
+            // The configuration's budget holds for the whole run, over every worker.
+            const configPath = command.optsWithGlobals().config as string | undefined;
+            const { budgetUsd } = loadConfig(configPath ? { path: configPath } : {}).config;
             await predictOnQueue(
               options.queue,
               { samples, spec, done, retried, file, bench: options.bench, out },
@@ -155,6 +159,7 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
               {
                 ...(episodes ? { episodes } : {}),
                 resume: options.resume === true,
+                ...(budgetUsd !== undefined ? { budgetUsd } : {}),
               },
             );
             continue;
@@ -249,7 +254,7 @@ async function predictOnQueue(
     out: string;
   },
   io: CliIo,
-  options: { episodes?: EpisodeIndex; resume: boolean },
+  options: { episodes?: EpisodeIndex; resume: boolean; budgetUsd?: number },
 ): Promise<void> {
   const { samples, spec, done, file } = job;
   const queue = await openJobQueue(url);
@@ -263,10 +268,11 @@ async function predictOnQueue(
     );
     const progress = new Progress(io.stderr, todo, "samples");
     let failed = 0;
-    const { predictions, earlier } = await evaluateOnQueue(queue, samples, spec, {
+    const { predictions, earlier, spentUsd } = await evaluateOnQueue(queue, samples, spec, {
       runId,
       done,
       resume: options.resume,
+      ...(options.budgetUsd !== undefined ? { budgetUsd: options.budgetUsd } : {}),
       ...(options.episodes ? { episodes: options.episodes } : {}),
       onPrediction: (prediction) => {
         appendFileSync(file, `${JSON.stringify({ schemaVersion: 1, ...prediction })}\n`);
@@ -277,7 +283,7 @@ async function predictOnQueue(
     progress.done();
     const errors = predictions.filter((p) => p.error);
     io.stderr.write(
-      `  ${errors.length} failed${errors[0] ? ` (first: ${errors[0].error})` : ""}; ${earlier} made by an earlier submission of this run; model usage is in each worker's ledger\n`,
+      `  ${errors.length} failed${errors[0] ? ` (first: ${errors[0].error})` : ""}; ${earlier} made by an earlier submission of this run; $${spentUsd.toFixed(4)} spent by the workers on model calls\n`,
     );
   } finally {
     await queue.close();
