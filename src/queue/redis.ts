@@ -276,8 +276,9 @@ export class RedisJobQueue implements JobQueue {
       let entry = runners.get(runId);
       if (!entry) {
         const kind = this.kinds.get(kindName);
-        if (!kind) throw new Error(`this worker has no handler for jobs of kind ${kindName}`);
+        // A failure to open is the item's failure (recorded on its last attempt), not the worker's.
         const runner = this.redis.hget(this.runKeys(runId).meta, "context").then((text) => {
+          if (!kind) throw new Error(`worker ${name} has no handler for jobs of kind ${kindName}`);
           if (text == null) throw new Error(`run ${runId} is unknown (its context is missing)`);
           return kind.open(JSON.parse(text));
         });
