@@ -65,8 +65,13 @@ export interface PostgresStoreOptions {
   /** A schema to create the tables in (created if missing); the connection's default otherwise. */
   schema?: string;
   checkpoints?: PostgresCheckpointPolicy;
-  /** Milliseconds to wait for a connection before giving up (default 10 s). */
+  /** Milliseconds the first connection (at open) may take before the store gives up (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * Milliseconds a query may wait for a free connection of the query pool, or a new one, while serving
+   * (default 60 s). Waiting for a lock connection has no limit: it is waiting for the session's turn.
+   */
+  poolTimeoutMs?: number;
 }
 
 const DEFAULT_CHECKPOINTS: PostgresCheckpointPolicy = { maxChain: 100, maxChangeRatio: 1 };
@@ -162,14 +167,20 @@ export class PostgresStore implements Store {
       throw new TerrariumError("INVALID_INPUT", `not a plain schema name: ${options.schema}`);
     const config: PoolConfig = {
       connectionString: url,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     };
-    this.pool = new pg.Pool({ ...config, max: Math.max(1, poolSize) });
-    this.locks = new pg.Pool({ ...config, max: Math.max(1, lockPoolSize) });
+    this.pool = new pg.Pool({
+      ...config,
+      max: Math.max(1, poolSize),
+      connectionTimeoutMillis: options.poolTimeoutMs ?? 60_000,
+    });
+    this.locks = new pg.Pool({ ...config, max: Math.max(1, lockPoolSize), connectionTimeoutMillis: 0 });
     // An idle connection that dies (a restarted server) is dropped by the pool; it must not crash us.
     for (const pool of [this.pool, this.locks]) pool.on("error", () => undefined);
-    this.ready = this.migrate(options.schema);
+    this.ready = this.migrate(
+      new pg.Client({ ...config, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 }),
+      options.schema,
+    );
     // Every method awaits `ready`; this keeps an unawaited failure from being reported as unhandled.
     this.ready.catch(() => undefined);
   }
@@ -191,18 +202,30 @@ export class PostgresStore implements Store {
       failed = true;
     };
     client.on("error", onError);
+    const finish = () => {
+      client.off("error", onError);
+      // A connection that failed is destroyed: closing it releases whatever lock it still held.
+      client.release(failed ? true : undefined);
+    };
     try {
       await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [id]);
+    } catch (error) {
+      failed = true;
+      finish();
+      throw error;
+    }
+    try {
       return await run();
     } finally {
-      try {
-        if (!failed) await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id]);
-      } catch {
-        failed = true;
-      }
-      client.off("error", onError);
-      // A connection whose unlock failed is destroyed: closing it releases whatever it still held.
-      client.release(failed ? true : undefined);
+      // Everything `run` wrote is committed by now, so the answer need not wait for the unlock: the
+      // connection goes back to the pool once it is done, and the next holder (here or elsewhere) waits
+      // for it in the database.
+      void client
+        .query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id])
+        .catch(() => {
+          failed = true;
+        })
+        .finally(finish);
     }
   }
 
@@ -407,8 +430,20 @@ export class PostgresStore implements Store {
 
   // --- internals ---
 
-  private async migrate(schema: string | undefined): Promise<void> {
-    const client = await this.connect(this.pool);
+  private async migrate(client: pg.Client, schema: string | undefined): Promise<void> {
+    client.on("error", () => undefined);
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `cannot connect to Postgres at ${this.where}: ${reasonOf(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
     try {
       await client.query("BEGIN");
       // One replica migrates; the others wait here and then find nothing left to do.
@@ -447,19 +482,17 @@ export class PostgresStore implements Store {
         { cause: error },
       );
     } finally {
-      client.release();
+      await client.end().catch(() => undefined);
     }
   }
 
+  /** A connection while serving; failing here is the server's trouble (a 500), not the caller's. */
   private async connect(pool: Pool): Promise<PoolClient> {
-    if (this.closed) throw new TerrariumError("INTERNAL", "the session store is closed");
+    if (this.closed) throw new Error("the session store is closed");
     try {
       return await pool.connect();
     } catch (error) {
-      const reason = (error as Error).message || (error as { code?: string }).code || String(error);
-      throw new TerrariumError("INVALID_INPUT", `cannot connect to Postgres at ${this.where}: ${reason}`, {
-        cause: error,
-      });
+      throw new Error(`no connection to Postgres at ${this.where}: ${reasonOf(error)}`, { cause: error });
     }
   }
 
@@ -662,6 +695,16 @@ const STEP_CONTEXT = `
 
 function applyRow(state: unknown, row: { changes: string | null }): unknown {
   return applyChanges(state, JSON.parse(row.changes ?? "[]") as JsonChange[]);
+}
+
+function reasonOf(error: unknown): string {
+  const nested = (error as { errors?: unknown[] })?.errors?.[0];
+  return (
+    (error as Error)?.message ||
+    (nested as Error | undefined)?.message ||
+    (error as { code?: string })?.code ||
+    String(error)
+  );
 }
 
 function unknownSession(id: string): TerrariumError {

@@ -152,7 +152,7 @@ describe.runIf(withPostgres)("replicated servers sharing one Postgres", () => {
             }),
           );
           for (const answer of answers) {
-            expect(answer.status).toBe(200);
+            expect(answer.status, JSON.stringify(answer.json)).toBe(200);
             expect(["ok", "tool_error"]).toContain(answer.json.status);
           }
           made.set(id, (made.get(id) ?? 0) + answers.length);
