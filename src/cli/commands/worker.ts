@@ -49,9 +49,10 @@ Model calls use this machine's terrarium.config.yaml (--config): its providers, 
 The first SIGINT or SIGTERM finishes the items in hand and exits; a second one exits at once (the items in
 hand then go to other workers when their lock expires).
 
-Examples:
-  terrarium worker --queue redis://127.0.0.1:6379 --concurrency 4
-  terrarium envsim eval --bench bench.jsonl --simulator code --out results/ --queue redis://127.0.0.1:6379
+Run one or more per machine, then submit work with the same --queue (envsim eval, gats --dataset):
+  $ terrarium worker --queue redis://127.0.0.1:6379 --concurrency 4
+  $ terrarium envsim eval --bench bench.jsonl --simulator code --out results/ --queue redis://127.0.0.1:6379
+(A worker runs until stopped, and a submission waits for workers: neither is a self-contained example.)
 `,
     )
     .action(async (options: WorkerCliOptions, command: Command) => {
