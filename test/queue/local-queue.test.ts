@@ -1,5 +1,11 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type JobKind, LocalJobQueue } from "../../src/queue/index.js";
+import { replayCalls } from "../../src/bench/envsim/collect.js";
+import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
+import { type JobKind, LocalJobQueue, openJobQueue, parseQueueUrl } from "../../src/queue/index.js";
+import { cli, jsonLines } from "../helpers/cli.js";
 
 /** Squares numbers; fails the first attempt of items listed in `flaky`, always fails "bad". */
 function squares(log: string[], flaky = new Set<string>()): JobKind<{ offset: number }, number, number> {
@@ -97,5 +103,44 @@ describe("LocalJobQueue", () => {
     await expect(
       new LocalJobQueue().submit({ runId: "x", kind: "nothing", context: null, items: [] }),
     ).rejects.toThrow(/no handler/);
+  });
+});
+
+describe("--queue", () => {
+  it("reads the queue name and key prefix off a Redis URL, and refuses what is not one", async () => {
+    expect(parseQueueUrl("redis://:secret@127.0.0.1:6379/2?queue=eval&prefix=team-a")).toEqual({
+      url: "redis://:secret@127.0.0.1:6379/2",
+      options: { queue: "eval", prefix: "team-a" },
+    });
+    await expect(openJobQueue("http://example.com")).rejects.toThrow(/redis:\/\/host:port/);
+    expect(await openJobQueue("local")).toBeInstanceOf(LocalJobQueue);
+  });
+
+  it("envsim eval --queue local predicts in this process, as without --queue", async () => {
+    const bank = BUILTIN_ENVIRONMENTS.bank;
+    if (!bank) throw new Error("bank");
+    const samples = await replayCalls(bank, [
+      [
+        { name: "get_account", arguments: { account_id: "ACC-1001" } },
+        { name: "freeze_account", arguments: { account_id: "ACC-1001" } },
+      ],
+    ]);
+    const dir = mkdtempSync(join(tmpdir(), "terrarium-queue-local-"));
+    const bench = join(dir, "bench.jsonl");
+    writeFileSync(bench, samples.map((s) => JSON.stringify(s)).join("\n"));
+    const run = await cli([
+      "envsim",
+      "eval",
+      "--bench",
+      bench,
+      "--simulator",
+      "code",
+      "--out",
+      join(dir, "out"),
+      "--queue",
+      "local",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(jsonLines(readFileSync(join(dir, "out", "code.jsonl"), "utf8"))).toHaveLength(2);
   });
 });

@@ -7,7 +7,7 @@ import { TerrariumError } from "../../core/errors.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { formatCost, type UsageTotals } from "../../models/usage.js";
-import { openJobQueue } from "../../queue/index.js";
+import { openRedisQueue } from "../../queue/index.js";
 import { buildEngine } from "../../server/start.js";
 import {
   type DatasetTaskOptions,
@@ -54,7 +54,7 @@ export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (c
     .option("--resume", "skip dataset tasks whose id is already in --out")
     .option(
       "--queue <url>",
-      "with --dataset: enqueue the tasks on Redis (redis://host:port) for `terrarium worker`s",
+      "with --dataset: redis://host:port[/db][?queue=<name>&prefix=<prefix>] enqueues the tasks for `terrarium worker`s (local, the default, runs them here)",
     )
     .addOption(
       new Option(
@@ -193,7 +193,8 @@ async function runDataset(
     bootstrap: options.bootstrap,
     ...(options.planner ? { plannerModel: options.planner } : {}),
   };
-  if (options.queue) await runDatasetOnQueue(options, models, pending, taskOptions, finish, io);
+  const onQueue = options.queue !== undefined && options.queue !== "local";
+  if (onQueue) await runDatasetOnQueue(options, models, pending, taskOptions, finish, io);
   else {
     let next = 0;
     const worker = async () => {
@@ -205,7 +206,7 @@ async function runDataset(
   progress.done();
   const scored = pending.length - failed - flagged;
   io.stderr.write(
-    `${solved}/${scored} solved (max retries ${options.maxRetries}); ${failed} tasks failed, ${flagged} flagged for failed simulated calls (left out); ${done.size} skipped as already done; ${formatCost(options.queue ? reported : models.ledger.totals)}\n`,
+    `${solved}/${scored} solved (max retries ${options.maxRetries}); ${failed} tasks failed, ${flagged} flagged for failed simulated calls (left out); ${done.size} skipped as already done; ${formatCost(onQueue ? reported : models.ledger.totals)}\n`,
   );
   if (failed + flagged > 0) setExitCode(1);
 }
@@ -222,7 +223,7 @@ async function runDatasetOnQueue(
   finish: (result: DatasetTaskResult) => void,
   io: CliIo,
 ): Promise<void> {
-  const queue = await openJobQueue(options.queue);
+  const queue = await openRedisQueue(options.queue as string);
   try {
     const runId = `gats-${hashJson({
       dataset: readFileSync(options.dataset as string, "utf8"),

@@ -46,6 +46,9 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
       "after",
       `
 Model calls use this machine's terrarium.config.yaml (--config): its providers, keys, cache and limits.
+A submission's budget (budgetUsd in the submitting machine's configuration) holds over all workers: each
+item adds what its model calls cost to the run's total in Redis, and once the total reaches the budget the
+items not yet started fail with MODEL_BUDGET_EXCEEDED. --max-active and --rate are kept in Redis too.
 The first SIGINT or SIGTERM finishes the items in hand and exits; a second one exits at once (the items in
 hand then go to other workers when their lock expires).
 

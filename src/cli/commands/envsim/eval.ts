@@ -22,7 +22,7 @@ import { type ScoreMode, scoreSample, summarise } from "../../../bench/envsim/sc
 import type { EnvSimPrediction, EnvSimSample } from "../../../bench/envsim/types.js";
 import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
-import { openJobQueue } from "../../../queue/index.js";
+import { openRedisQueue } from "../../../queue/index.js";
 import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
 
 import { modelsFor, readJsonl } from "./shared.js";
@@ -57,7 +57,7 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
     .option("--seed <seed>", "seed of the bootstrap confidence intervals", "1")
     .option(
       "--queue <url>",
-      "enqueue the samples on Redis (redis://host:port) for `terrarium worker`s instead of predicting here",
+      "redis://host:port[/db][?queue=<name>&prefix=<prefix>]: enqueue the samples for `terrarium worker`s instead of predicting here (local, the default, predicts here)",
     )
     .option("--json", "print the summary as JSON instead of Markdown tables")
     .description(
@@ -148,7 +148,7 @@ export function registerEvalCommands(envsim: Command, io: CliIo): void {
             ? keepFinished(file, ids)
             : { done: new Set<string>(), retried: 0 };
           if (!options.resume) writeFileSync(file, "");
-          if (options.queue) {
+          if (options.queue !== undefined && options.queue !== "local") {
             // The configuration's budget holds for the whole run, over every worker.
             const configPath = command.optsWithGlobals().config as string | undefined;
             const { budgetUsd } = loadConfig(configPath ? { path: configPath } : {}).config;
@@ -257,7 +257,7 @@ async function predictOnQueue(
   options: { episodes?: EpisodeIndex; resume: boolean; budgetUsd?: number },
 ): Promise<void> {
   const { samples, spec, done, file } = job;
-  const queue = await openJobQueue(url);
+  const queue = await openRedisQueue(url);
   try {
     const runId = envsimRunId({ benchmark: readFileSync(job.bench), simulator: spec, out: job.out });
     const todo = samples.length - done.size;
