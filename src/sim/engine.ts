@@ -296,10 +296,13 @@ export class Engine {
     request: { name: string; arguments?: unknown },
     policy: SimulatorPolicy = this.policy,
   ): Promise<CallOutcome> {
-    const session = await this.session(id);
-    const snapshot = await this.store.latestSnapshot(id);
-    // Simulators see a window of recent calls; reading the whole history on every call would grow with it.
-    const history = await this.store.history(id, HISTORY_WINDOW);
+    // Read together (one round trip for a store over the network). Simulators see a window of recent
+    // calls; reading the whole history on every call would grow with it.
+    const [session, snapshot, history] = await Promise.all([
+      this.session(id),
+      this.store.latestSnapshot(id),
+      this.store.history(id, HISTORY_WINDOW),
+    ]);
     const lastEntry = history[history.length - 1];
     const callCount = lastEntry ? lastEntry.index + 1 : 0;
     const at = this.timeAfter(snapshot.at, lastEntry?.at);
