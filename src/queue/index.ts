@@ -1,5 +1,5 @@
 export { LocalJobQueue, type LocalJobQueueOptions } from "./local.js";
-export { isRedisUrl, openJobQueue, openRedisQueue, parseQueueUrl } from "./open.js";
+export { describeWaiting, isRedisUrl, openJobQueue, openRedisQueue, parseQueueUrl } from "./open.js";
 export { type QueueWorker, RedisJobQueue, type RedisJobQueueOptions, type WorkOptions } from "./redis.js";
 export {
   countProgress,

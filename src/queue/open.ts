@@ -3,6 +3,17 @@ import { LocalJobQueue } from "./local.js";
 import { RedisJobQueue, type RedisJobQueueOptions } from "./redis.js";
 import type { JobQueue } from "./types.js";
 
+/** The line a waiting submitter prints (see `SubmitOptions.onWaiting`). */
+export function describeWaiting(
+  info: { workers: number | undefined; idleMs: number },
+  queue: string,
+): string {
+  if (info.workers === 0)
+    return `waiting: no worker is connected to ${queue}; start some with \`terrarium worker --queue <the same URL>\``;
+  const workers = info.workers === undefined ? "" : ` (${info.workers} workers connected)`;
+  return `waiting: no result for ${Math.round(info.idleMs / 1000)} s${workers}`;
+}
+
 /** True when `--queue` names Redis (`redis://` or `rediss://`). */
 export function isRedisUrl(value: string): boolean {
   return /^rediss?:\/\//i.test(value);

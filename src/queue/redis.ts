@@ -28,6 +28,8 @@ export interface RedisJobQueueOptions {
   lostCheckMs?: number;
   /** How long a run's results are kept after its last change, in seconds. Default 7 days. */
   keepSeconds?: number;
+  /** How long a submitter waits without a result before it says so (`SubmitOptions.onWaiting`), in ms. Default 30 s. */
+  waitingNoticeMs?: number;
 }
 
 export interface WorkOptions {
@@ -90,6 +92,7 @@ export class RedisJobQueue implements JobQueue {
   private readonly pollMs: number;
   private readonly lostCheckMs: number;
   private readonly keepSeconds: number;
+  private readonly waitingNoticeMs: number;
   private readonly redis: Redis;
   private queue: Queue | undefined;
   private readonly workers = new Set<QueueWorker>();
@@ -118,6 +121,7 @@ export class RedisJobQueue implements JobQueue {
     this.pollMs = options.pollMs ?? 200;
     this.lostCheckMs = options.lostCheckMs ?? 2000;
     this.keepSeconds = options.keepSeconds ?? 7 * 24 * 3600;
+    this.waitingNoticeMs = options.waitingNoticeMs ?? 30_000;
     this.description = `${redactUrl(url)} (queue ${this.queueName})`;
     this.redis = this.connection({ connectTimeout: 5000, maxRetriesPerRequest: 2 });
   }
@@ -194,7 +198,15 @@ export class RedisJobQueue implements JobQueue {
       );
     }
     let lastLostCheck = Date.now();
+    let lastNews = Date.now();
+    const workers = () => queue.getWorkersCount().catch(() => undefined);
+    if (pending.size > 0 && options.onWaiting && (await workers()) === 0)
+      options.onWaiting({ workers: 0, idleMs: 0 });
     while (pending.size > 0) {
+      if (options.onWaiting && Date.now() - lastNews >= this.waitingNoticeMs) {
+        options.onWaiting({ workers: await workers(), idleMs: Date.now() - lastNews });
+        lastNews = Date.now();
+      }
       await sleep(this.pollMs);
       const [logged, spent] = await Promise.all([
         this.redis.lrange(keys.log, cursor, -1),
@@ -209,6 +221,7 @@ export class RedisJobQueue implements JobQueue {
           const text = values[index];
           if (text == null) continue;
           pending.delete(id);
+          lastNews = Date.now();
           await deliver(JSON.parse(text) as ItemResult<R>);
         }
       }

@@ -57,6 +57,12 @@ export interface SubmitOptions<R = unknown> {
    * the same run finished before this one (those come first).
    */
   onResult?: (result: ItemResult<R>, progress: RunProgress) => void | Promise<void>;
+  /**
+   * Called while a run waits with no result arriving: once at the start when no worker is connected,
+   * then after every `RedisJobQueue` `waitingNoticeMs` without a result. `workers` is the number of
+   * workers connected to the queue (undefined when Redis does not say).
+   */
+  onWaiting?: (info: { workers: number | undefined; idleMs: number }) => void;
 }
 
 export interface RunOutcome<R = unknown> {

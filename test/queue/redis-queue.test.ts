@@ -155,6 +155,24 @@ describe.skipIf(!REDIS_URL)("RedisJobQueue", () => {
     });
   });
 
+  it("tells a submitter that no worker is connected, and goes on once one is", async () => {
+    const prefix = uniquePrefix();
+    cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));
+    const submitter = await openQueue(prefix);
+    const waits: Array<number | undefined> = [];
+    const items = [{ id: "only", payload: 21 }];
+    const run = submitter.submit<null, number, number>(
+      { runId: "run-e", kind: "test.double", context: null, items },
+      { onWaiting: (info) => void waits.push(info.workers) },
+    );
+    while (waits.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(waits).toEqual([0]);
+    const worker = await openQueue(prefix);
+    worker.register(doubles());
+    worker.work({ name: "late", ...FAST });
+    expect((await run).results.get("only")).toMatchObject({ ok: true, value: 42, worker: "late" });
+  });
+
   it("retries the items of a worker that stopped without finishing them on another worker", async () => {
     const prefix = uniquePrefix();
     cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));

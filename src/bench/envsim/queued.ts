@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Models } from "../../models/hub.js";
-import type { JobKind, JobQueue, RunProgress } from "../../queue/index.js";
+import type { JobKind, JobQueue, RunProgress, SubmitOptions } from "../../queue/index.js";
 import { EpisodeIndex, type EpisodeStep, parseSimulatorSpec, SamplePredictor } from "./evaluate.js";
 import { environmentOf } from "./sample-store.js";
 import type { EnvSimPrediction, EnvSimSample } from "./types.js";
@@ -89,6 +89,8 @@ export interface QueuedEvaluateOptions {
   budgetUsd?: number;
   /** Each prediction as it arrives from whichever worker made it, with the run's progress. */
   onPrediction?: (prediction: EnvSimPrediction, progress: RunProgress) => void | Promise<void>;
+  /** While no prediction arrives (see `SubmitOptions.onWaiting`). */
+  onWaiting?: SubmitOptions["onWaiting"];
 }
 
 /**
@@ -123,6 +125,7 @@ export async function evaluateOnQueue(
       ...(options.budgetUsd !== undefined ? { budgetUsd: options.budgetUsd } : {}),
     },
     {
+      ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
       onResult: async (result, progress) => {
         const prediction: EnvSimPrediction = result.ok
           ? result.value

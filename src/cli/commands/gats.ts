@@ -7,7 +7,7 @@ import { TerrariumError } from "../../core/errors.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { formatCost, type UsageTotals } from "../../models/usage.js";
-import { openRedisQueue } from "../../queue/index.js";
+import { describeWaiting, openRedisQueue } from "../../queue/index.js";
 import { buildEngine } from "../../server/start.js";
 import {
   type DatasetTaskOptions,
@@ -243,6 +243,7 @@ async function runDatasetOnQueue(
         ...(models.config.budgetUsd !== undefined ? { budgetUsd: models.config.budgetUsd } : {}),
       },
       {
+        onWaiting: (info) => io.stderr.write(`${describeWaiting(info, queue.description)}\n`),
         onResult: (result) =>
           finish(
             result.ok

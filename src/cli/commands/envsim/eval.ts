@@ -22,7 +22,7 @@ import { type ScoreMode, scoreSample, summarise } from "../../../bench/envsim/sc
 import type { EnvSimPrediction, EnvSimSample } from "../../../bench/envsim/types.js";
 import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
-import { openRedisQueue } from "../../../queue/index.js";
+import { describeWaiting, openRedisQueue } from "../../../queue/index.js";
 import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
 
 import { modelsFor, readJsonl } from "./shared.js";
@@ -274,6 +274,7 @@ async function predictOnQueue(
       resume: options.resume,
       ...(options.budgetUsd !== undefined ? { budgetUsd: options.budgetUsd } : {}),
       ...(options.episodes ? { episodes: options.episodes } : {}),
+      onWaiting: (info) => io.stderr.write(`${describeWaiting(info, queue.description)}\n`),
       onPrediction: (prediction) => {
         appendFileSync(file, `${JSON.stringify({ schemaVersion: 1, ...prediction })}\n`);
         if (prediction.error) failed++;
