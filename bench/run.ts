@@ -14,6 +14,7 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   catalog: async () => (await import("./catalog.js")).benchCatalog(),
   users: async () => (await import("./users.js")).benchUsers(),
   browser: async () => (await import("./browser.js")).benchBrowser(),
+  scale: async () => (await import("./scale.js")).benchScale(),
 };
 
 async function main(): Promise<void> {
