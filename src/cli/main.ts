@@ -12,6 +12,7 @@ import { registerServeCommand } from "./commands/serve.js";
 import { registerToolsCommands } from "./commands/tools.js";
 import { registerUsersCommands } from "./commands/users/index.js";
 import { registerValidateCommand } from "./commands/validate.js";
+import { registerWorkerCommand } from "./commands/worker.js";
 import { type CliIo, processIo } from "./io.js";
 
 export const VERSION = "0.1.0";
@@ -44,6 +45,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   registerGatsCommand(program, io, setExitCode);
   registerEnvsimCommands(program, io);
   registerUsersCommands(program, io, setExitCode);
+  registerWorkerCommand(program, io);
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);
