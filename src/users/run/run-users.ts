@@ -24,6 +24,7 @@ import {
   readTranscripts,
   runIdOf,
   type StoredRun,
+  type TranscriptLine,
   TranscriptWriter,
   transcriptPath,
   USERS_RUN_SCHEMA_VERSION,
@@ -193,64 +194,79 @@ async function playRun(
   scenario: Scenario,
   index: number,
 ): Promise<StoredRun> {
-  const runId = runIdOf(scenario.id, index);
-  const runSeed = `${settings.seed}/${scenario.id}/${index}`;
-  const file = transcriptPath(options.outDir, runId);
+  const file = transcriptPath(options.outDir, runIdOf(scenario.id, index));
   const writer = new TranscriptWriter(file);
-  const startedAt = new Date().toISOString();
-  const started = performance.now();
   try {
-    writer.write({
-      type: "run",
-      schemaVersion: USERS_RUN_SCHEMA_VERSION,
-      runId,
-      scenarioId: scenario.id,
-      index,
-      seed: runSeed,
-      agent: settings.agent,
-      mode: settings.mode,
-      startedAt,
-    });
-    const models = options.models.forRun();
-    const toolbox = await toolFactory.toolbox(scenario, runSeed);
-    const { result, finalState } = isBrowserTarget(options.agent)
-      ? await playInBrowser(options, options.agent, settings, { scenario, runId, runSeed, models, toolbox })
-      : await playThroughApi(
-          options,
-          options.agent,
-          settings,
-          { scenario, runId, runSeed, models, toolbox },
-          (turn) => writer.write({ type: "turn", ...turn }),
-        );
-    if (isBrowserTarget(options.agent))
-      for (const turn of result.turns) writer.write({ type: "turn", ...turn });
-    const agentToolCalls = result.turns.flatMap((turn) => turn.agent?.toolCalls ?? []);
-    writer.write({
-      type: "end",
-      endReason: result.endReason,
-      ...(result.error ? { error: result.error } : {}),
-      turns: result.turns.length,
-      agentToolCalls,
-      ...storedState(finalState),
-      userModel: settings.userModel,
-      durationMs: Math.round(performance.now() - started),
-    });
-    if (options.judges && result.turns.length > 0) {
-      const judgement = await options.judges.judgeRun({
-        runId,
-        scenario,
-        turns: result.turns,
-        agentToolCalls,
-        finalState,
-      });
-      writer.write({ type: "judgement", ...judgement });
-    }
+    await playRunLines(options, settings, toolFactory, scenario, index, (line) => writer.write(line));
     writer.commit();
   } catch (error) {
     writer.discard();
     throw error;
   }
   return readTranscript(file);
+}
+
+/** What playing one run needs: the models, the agent, the judges and the user's settings. */
+export type RunPlayer = Pick<
+  UsersRunOptions,
+  "models" | "agent" | "judges" | "userTemperature" | "screenshots" | "maxSteps" | "outDir"
+>;
+
+/**
+ * Plays run `index` of a scenario and hands out its transcript's lines as they come: the header, each
+ * turn, the end, the judgement. Used in process (lines to the transcript file) and by queue workers
+ * (lines back to the submitter).
+ */
+export async function playRunLines(
+  player: RunPlayer,
+  settings: UsersRunSettings,
+  toolFactory: UserToolFactory,
+  scenario: Scenario,
+  index: number,
+  emit: (line: TranscriptLine) => void,
+): Promise<void> {
+  const runId = runIdOf(scenario.id, index);
+  const runSeed = `${settings.seed}/${scenario.id}/${index}`;
+  const started = performance.now();
+  emit({
+    type: "run",
+    schemaVersion: USERS_RUN_SCHEMA_VERSION,
+    runId,
+    scenarioId: scenario.id,
+    index,
+    seed: runSeed,
+    agent: settings.agent,
+    mode: settings.mode,
+    startedAt: new Date().toISOString(),
+  });
+  const models = player.models.forRun();
+  const toolbox = await toolFactory.toolbox(scenario, runSeed);
+  const run = { scenario, runId, runSeed, models, toolbox };
+  const { result, finalState } = isBrowserTarget(player.agent)
+    ? await playInBrowser(player, player.agent, settings, run)
+    : await playThroughApi(player, player.agent, settings, run, (turn) => emit({ type: "turn", ...turn }));
+  if (isBrowserTarget(player.agent)) for (const turn of result.turns) emit({ type: "turn", ...turn });
+  const agentToolCalls = result.turns.flatMap((turn) => turn.agent?.toolCalls ?? []);
+  emit({
+    type: "end",
+    endReason: result.endReason,
+    ...(result.error ? { error: result.error } : {}),
+    turns: result.turns.length,
+    agentToolCalls,
+    ...storedState(finalState),
+    userModel: settings.userModel,
+    durationMs: Math.round(performance.now() - started),
+  });
+  if (player.judges && result.turns.length > 0) {
+    const judgement = await player.judges.judgeRun({
+      runId,
+      scenario,
+      turns: result.turns,
+      agentToolCalls,
+      finalState,
+    });
+    emit({ type: "judgement", ...judgement });
+  }
 }
 
 interface RunContext {
@@ -265,7 +281,7 @@ type PlayedRun = { result: ConversationResult; finalState: unknown };
 
 /** API mode: the simulated user and the agent's API, turn by turn (each turn written as it ends). */
 async function playThroughApi(
-  options: UsersRunOptions,
+  options: RunPlayer,
   target: UsersAgent,
   settings: UsersRunSettings,
   run: RunContext,
@@ -302,7 +318,7 @@ async function playThroughApi(
 
 /** Browser modes: the UI-only or hybrid user on the agent's page, in a browser context of its own. */
 async function playInBrowser(
-  options: UsersRunOptions,
+  options: RunPlayer,
   target: BrowserTarget,
   settings: UsersRunSettings,
   run: RunContext,
