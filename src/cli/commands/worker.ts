@@ -3,6 +3,7 @@ import { envsimPredictJob } from "../../bench/envsim/queued.js";
 import type { Models } from "../../models/hub.js";
 import { type JobKind, openRedisQueue, type QueueWorker, type RedisJobQueue } from "../../queue/index.js";
 import { datasetTaskJob } from "../../task/dataset-job.js";
+import { usersRunJob } from "../../users/run/queued.js";
 import { type CliIo, parsePositiveInteger } from "../io.js";
 import { modelsFor } from "./envsim/shared.js";
 
@@ -52,7 +53,7 @@ items not yet started fail with MODEL_BUDGET_EXCEEDED. --max-active and --rate a
 The first SIGINT or SIGTERM finishes the items in hand and exits; a second one exits at once (the items in
 hand then go to other workers when their lock expires).
 
-Run one or more per machine, then submit work with the same --queue (envsim eval, gats --dataset):
+Run one or more per machine, then submit work with the same --queue (envsim eval, gats --dataset, users run):
   $ terrarium worker --queue redis://127.0.0.1:6379 --concurrency 4
   $ terrarium envsim eval --bench bench.jsonl --simulator code --out results/ --queue redis://127.0.0.1:6379
 (A worker runs until stopped, and a submission waits for workers: neither is a self-contained example.)
@@ -84,7 +85,11 @@ Run one or more per machine, then submit work with the same --queue (envsim eval
 
 /** Every kind of work item terrarium's commands put on a queue, using the worker's models. */
 export function knownJobKinds(models: (roles: Record<string, string>) => Models): JobKind[] {
-  return [envsimPredictJob(models) as JobKind, datasetTaskJob(models) as JobKind];
+  return [
+    envsimPredictJob(models) as JobKind,
+    datasetTaskJob(models) as JobKind,
+    usersRunJob(models) as JobKind,
+  ];
 }
 
 export interface RunningWorker {

@@ -3,11 +3,15 @@
  * transcript per run, judges, consolidation into unique failures, and `summary.json` with every metric.
  */
 
+export { USERS_RUN_JOB, type UsersJobContext, type UsersJobItem, type UsersJobResult } from "./job.js";
 export { modelJudges } from "./model-judges.js";
+export { usersRunJob } from "./queued.js";
 export {
   checkMode,
   type FlaggedTurn,
   flaggedTurns,
+  playRunLines,
+  type RunPlayer,
   runUsers,
   type UsersAgent,
   type UsersJudges,

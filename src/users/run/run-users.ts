@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
+import { hashJson } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
+import type { JobQueue } from "../../queue/index.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
 import { simulateBrowserConversation } from "../hybrid/browser-user.js";
 import type { BrowserTarget } from "../hybrid/target.js";
@@ -11,6 +13,7 @@ import { type ConversationResult, simulateConversation } from "../simulator/conv
 import { UserToolFactory } from "../simulator/toolbox.js";
 import { SimulatedUser } from "../simulator/user.js";
 import type { UserToolbox } from "../tools/index.js";
+import { USERS_RUN_JOB, type UsersJobContext, type UsersJobItem, type UsersJobResult } from "./job.js";
 import {
   summarizeRuns,
   type UniqueFailureRecord,
@@ -93,6 +96,16 @@ export interface UsersRunOptions {
   toolFactory?: UserToolFactory;
   /** Called when a run finishes (done counts runs finished in this call, kept ones included). */
   onRun?: (event: { run: StoredRun; done: number; total: number; kept: boolean }) => void;
+  /**
+   * Play the runs on a job queue (`terrarium worker`s on Redis) instead of here: API modes only. The
+   * workers rebuild the agent from its spec, with their own config and these role overrides; `judges`
+   * here then only consolidates.
+   */
+  queue?: {
+    queue: JobQueue;
+    agent: { spec: string; agentTools?: string[]; httpConfig?: string };
+    roles: Record<string, string>;
+  };
   /** `--fail-under`: checked against the metrics and kept in the summary. */
   thresholds?: Threshold[];
   /** Called before the judges' consolidation call and the summary. */
@@ -123,6 +136,11 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
   if (options.scenarios.length === 0) throw new TerrariumError("INVALID_INPUT", "no scenarios to run");
   const mode = options.mode ?? "api-only";
   checkMode(mode, isBrowserTarget(options.agent));
+  if (options.queue && mode !== "api-only")
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--queue runs API users only; --mode ${mode} runs in this process`,
+    );
   const toolFactory = options.toolFactory ?? new UserToolFactory({ models: options.models });
   toolFactory.check(options.scenarios);
   const userModel = options.userModel ?? options.models.modelFor("user");
@@ -160,11 +178,18 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
     options.onRun?.({ run, done: ++done, total, kept: false });
   };
   try {
-    const queue = [...pending];
-    const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-      for (let next = queue.shift(); next; next = queue.shift()) await playOne(next);
-    });
-    await Promise.all(workers);
+    if (options.queue)
+      await playOnQueue(options, options.queue, settings, pending, (run) => {
+        finished.push(run);
+        options.onRun?.({ run, done: ++done, total, kept: false });
+      });
+    else {
+      const queue = [...pending];
+      const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+        for (let next = queue.shift(); next; next = queue.shift()) await playOne(next);
+      });
+      await Promise.all(workers);
+    }
   } finally {
     if (!options.toolFactory) await toolFactory.close();
   }
@@ -204,6 +229,90 @@ async function playRun(
     throw error;
   }
   return readTranscript(file);
+}
+
+/**
+ * The pending runs as work items for queue workers (`terrarium worker`): each comes back as its transcript
+ * lines, written here as a whole file. A run whose every attempt failed is recorded as a transcript
+ * ending with `user_error` and the error, so nothing is silently missing.
+ */
+async function playOnQueue(
+  options: UsersRunOptions,
+  on: NonNullable<UsersRunOptions["queue"]>,
+  settings: UsersRunSettings,
+  pending: ReadonlyArray<{ scenario: Scenario; index: number }>,
+  finished: (run: StoredRun) => void,
+): Promise<void> {
+  if (pending.length === 0) return;
+  const context: UsersJobContext = {
+    settings,
+    scenarios: options.scenarios,
+    agent: on.agent,
+    roles: on.roles,
+    ...(options.userTemperature !== undefined ? { userTemperature: options.userTemperature } : {}),
+  };
+  await on.queue.submit<UsersJobContext, UsersJobItem, UsersJobResult>(
+    {
+      runId: `users:${hashJson({ settings, outDir: resolve(options.outDir) }).slice(0, 16)}`,
+      kind: USERS_RUN_JOB,
+      context,
+      items: pending.map(({ scenario, index }) => ({
+        id: runIdOf(scenario.id, index),
+        payload: { scenarioId: scenario.id, index },
+      })),
+    },
+    {
+      onResult: (result) => {
+        const file = transcriptPath(options.outDir, result.id);
+        if (existsSync(file)) return; // written by an earlier submission of this run
+        const writer = new TranscriptWriter(file);
+        const item = pending.find(({ scenario, index }) => runIdOf(scenario.id, index) === result.id);
+        const lines: TranscriptLine[] = result.ok
+          ? result.value.lines
+          : failedRunLines(
+              settings,
+              item?.scenario.id ?? result.id,
+              item?.index ?? 0,
+              result.id,
+              result.error,
+            );
+        for (const line of lines) writer.write(line);
+        writer.commit();
+        finished(readTranscript(file));
+      },
+    },
+  );
+}
+
+function failedRunLines(
+  settings: UsersRunSettings,
+  scenarioId: string,
+  index: number,
+  runId: string,
+  error: string,
+): TranscriptLine[] {
+  return [
+    {
+      type: "run",
+      schemaVersion: USERS_RUN_SCHEMA_VERSION,
+      runId,
+      scenarioId,
+      index,
+      seed: `${settings.seed}/${scenarioId}/${index}`,
+      agent: settings.agent,
+      mode: settings.mode,
+      startedAt: new Date().toISOString(),
+    },
+    {
+      type: "end",
+      endReason: "user_error",
+      error: `the run failed on every worker that tried it: ${error}`,
+      turns: 0,
+      agentToolCalls: [],
+      userModel: settings.userModel,
+      durationMs: 0,
+    },
+  ];
 }
 
 /** What playing one run needs: the models, the agent, the judges and the user's settings. */

@@ -1,8 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
+import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
+import { openRedisQueue, type RedisJobQueue } from "../../../queue/index.js";
 import { createAgentTarget } from "../../../users/agents/index.js";
 import { openBrowserTarget } from "../../../users/hybrid/target.js";
 import { parseThresholds, type Threshold } from "../../../users/metrics/index.js";
@@ -31,6 +33,7 @@ function parseMode(value: string): UsersMode {
 
 interface UsersRunCliOptions {
   mode: UsersMode;
+  queue?: string;
   maxSteps?: number;
   screenshots?: boolean;
   scenarios: string;
@@ -102,6 +105,10 @@ export function registerUsersRunCommand(
     .option("--no-judges", "skip the judges (realism, failures, goal success): no judge model calls")
     .option("--user-model <model>", "the simulated user's model (default: roles.user, else roles.default)")
     .option("--judge-model <model>", "the judges' model (default: roles.judge etc., else roles.default)")
+    .option(
+      "--queue <url>",
+      "api-only: redis://host:port[/db][?queue=<name>] plays the runs on `terrarium worker`s (they rebuild the agent with their own config); local, the default, plays them here",
+    )
     .option("--json", "print summary.json to stdout instead of the table")
     .addHelpText(
       "after",
@@ -124,11 +131,18 @@ back to roles.default; --user-model and --judge-model override them.
       const thresholds: Threshold[] = options.failUnder ? parseThresholds(options.failUnder) : [];
       const scenarios = loadScenarios(options.scenarios);
       checkMode(options.mode, options.agent.startsWith("browser:"));
+      const onQueue = options.queue !== undefined && options.queue !== "local";
+      if (onQueue && options.mode !== "api-only")
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          `--queue runs API users only; --mode ${options.mode} runs in this process`,
+        );
       const configPath = command.optsWithGlobals().config as string | undefined;
       const { config } = loadConfig(configPath ? { path: configPath } : {});
-      const roles = { ...config.roles };
-      if (options.userModel) roles.user = options.userModel;
-      if (options.judgeModel) for (const role of JUDGE_ROLES) roles[role] = options.judgeModel;
+      const roleOverrides: Record<string, string> = {};
+      if (options.userModel) roleOverrides.user = options.userModel;
+      if (options.judgeModel) for (const role of JUDGE_ROLES) roleOverrides[role] = options.judgeModel;
+      const roles = { ...config.roles, ...roleOverrides };
       const models = new Models({ config: { ...config, roles } });
       try {
         await models.backend(models.modelFor("user"));
@@ -145,7 +159,13 @@ back to roles.default; --user-model and --judge-model override them.
               ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
               seed: options.seed,
             });
+        let queue: RedisJobQueue | undefined;
         try {
+          queue = onQueue ? await openRedisQueue(options.queue as string) : undefined;
+          if (queue)
+            io.stderr.write(
+              `playing the runs on ${queue.description}: start terrarium worker --queue … to work on them\n`,
+            );
           const progress = new Progress(io.stderr, scenarios.length * options.runs, "runs");
           const { summary, kept } = await runUsers({
             scenarios,
@@ -185,6 +205,7 @@ back to roles.default; --user-model and --judge-model override them.
             setExitCode(1);
           }
         } finally {
+          await queue?.close();
           await agent.close();
         }
       } finally {
