@@ -4,6 +4,7 @@ import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
 import { openSqlite } from "../core/sqlite.js";
+import { Lru } from "./lru.js";
 import type { HistoryEntry, SessionContents, SessionRecord, Snapshot, Store } from "./types.js";
 
 /**
@@ -370,26 +371,4 @@ interface V1Row {
   at: string;
   reason: string;
   state: string;
-}
-
-/** A small least-recently-used map. */
-class Lru<K, V> {
-  private readonly map = new Map<K, V>();
-  constructor(private readonly size: number) {}
-  get(key: K): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, value);
-    }
-    return value;
-  }
-  set(key: K, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    if (this.map.size > this.size) this.map.delete(this.map.keys().next().value as K);
-  }
-  delete(key: K): void {
-    this.map.delete(key);
-  }
 }
