@@ -10,6 +10,7 @@ export {
   checkMode,
   type FlaggedTurn,
   flaggedTurns,
+  openUsersAgent,
   playRunLines,
   type RunPlayer,
   runUsers,

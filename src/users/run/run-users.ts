@@ -4,9 +4,10 @@ import { hashJson } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { JobQueue } from "../../queue/index.js";
+import { createAgentTarget } from "../agents/index.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
 import { simulateBrowserConversation } from "../hybrid/browser-user.js";
-import type { BrowserTarget } from "../hybrid/target.js";
+import { type BrowserTarget, openBrowserTarget } from "../hybrid/target.js";
 import { checkThresholds, type Threshold } from "../metrics/index.js";
 import type { Scenario } from "../scenario/index.js";
 import { type ConversationResult, simulateConversation } from "../simulator/conversation-loop.js";
@@ -477,8 +478,16 @@ async function playInBrowser(
   }
 }
 
-/** The browser modes need a `browser:` agent and api-only an API agent; refused before any work. */
-export function checkMode(mode: UsersMode, browserAgent: boolean): void {
+/**
+ * The browser modes need a `browser:` agent and api-only an API agent, and only API runs go on a queue;
+ * refused before any work.
+ */
+export function checkMode(mode: UsersMode, browserAgent: boolean, queued = false): void {
+  if (queued && mode !== "api-only")
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `--queue runs API users only; --mode ${mode} runs in this process`,
+    );
   if ((mode === "api-only") !== browserAgent) return;
   throw new TerrariumError(
     "INVALID_INPUT",
@@ -486,6 +495,29 @@ export function checkMode(mode: UsersMode, browserAgent: boolean): void {
       ? "--mode api-only talks to the agent's API; a browser: agent needs --mode hybrid or ui-only"
       : `--mode ${mode} acts on the agent's web page: give --agent browser:<page url>`,
   );
+}
+
+/**
+ * The agent of an `--agent` spec: a page for `browser:` (Chromium launched, `browser:demo` started),
+ * else an API target (`planner:`, `openai-compatible:`, `http:`, `module:`).
+ */
+export async function openUsersAgent(
+  spec: string,
+  options: { models: Models; seed: string; agentTools?: string[]; httpConfig?: string },
+): Promise<(UsersAgent & { close(): Promise<void> }) | BrowserTarget> {
+  if (spec.startsWith("browser:")) {
+    return openBrowserTarget(spec, {
+      models: options.models,
+      seed: options.seed,
+      ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+    });
+  }
+  return createAgentTarget(spec, {
+    models: options.models,
+    seed: options.seed,
+    ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+    ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
+  });
 }
 
 function isBrowserTarget(agent: UsersAgent | BrowserTarget): agent is BrowserTarget {

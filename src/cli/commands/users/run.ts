@@ -1,17 +1,15 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
-import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { openRedisQueue, type RedisJobQueue } from "../../../queue/index.js";
-import { createAgentTarget } from "../../../users/agents/index.js";
-import { openBrowserTarget } from "../../../users/hybrid/target.js";
 import { parseThresholds, type Threshold } from "../../../users/metrics/index.js";
 import { renderUsersReport } from "../../../users/report/index.js";
 import {
   checkMode,
   modelJudges,
+  openUsersAgent,
   readTranscripts,
   runUsers,
   type UsersMode,
@@ -130,13 +128,8 @@ back to roles.default; --user-model and --judge-model override them.
       // Everything that can be refused is checked before the first model call.
       const thresholds: Threshold[] = options.failUnder ? parseThresholds(options.failUnder) : [];
       const scenarios = loadScenarios(options.scenarios);
-      checkMode(options.mode, options.agent.startsWith("browser:"));
       const onQueue = options.queue !== undefined && options.queue !== "local";
-      if (onQueue && options.mode !== "api-only")
-        throw new TerrariumError(
-          "INVALID_INPUT",
-          `--queue runs API users only; --mode ${options.mode} runs in this process`,
-        );
+      checkMode(options.mode, options.agent.startsWith("browser:"), onQueue);
       const configPath = command.optsWithGlobals().config as string | undefined;
       const { config } = loadConfig(configPath ? { path: configPath } : {});
       const roleOverrides: Record<string, string> = {};
@@ -147,18 +140,12 @@ back to roles.default; --user-model and --judge-model override them.
       try {
         await models.backend(models.modelFor("user"));
         if (options.judges) for (const role of JUDGE_ROLES) await models.backend(models.modelFor(role));
-        const agent = options.agent.startsWith("browser:")
-          ? await openBrowserTarget(options.agent, {
-              models,
-              seed: options.seed,
-              ...(options.agentTools ? { agentTools: options.agentTools } : {}),
-            })
-          : await createAgentTarget(options.agent, {
-              models,
-              ...(options.agentTools ? { agentTools: options.agentTools } : {}),
-              ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
-              seed: options.seed,
-            });
+        const agent = await openUsersAgent(options.agent, {
+          models,
+          seed: options.seed,
+          ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+          ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
+        });
         let queue: RedisJobQueue | undefined;
         try {
           queue = onQueue ? await openRedisQueue(options.queue as string) : undefined;
