@@ -10,7 +10,7 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
     .command("mcp")
     .argument("<sources...>", "tool definition files, mcp+stdio:/mcp+http: servers, and/or one environment")
     .option("--state <file>", "initial state (JSON or YAML)")
-    .option("--db <file>", "keep the session in this SQLite file")
+    .option("--db <file|url>", "keep the session in this SQLite file, or in Postgres at a postgres:// URL")
     .option("--model <model>", "model of the llm simulator")
     .option("--seed <seed>", "seed the simulators")
     .option("--strict", "refuse to start when any operation of the tool files cannot be read")
