@@ -1,31 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { clinic } from "../../src/envs/corpus/clinic.js";
-import type { EnvironmentInstance, Transition } from "../../src/envs/types.js";
+import type { EnvironmentInstance } from "../../src/envs/types.js";
+import { changed, rejected, state, step } from "../helpers/transitions.js";
 
 async function fresh(): Promise<EnvironmentInstance> {
   return clinic.create({ seed: 1 });
 }
-
-async function step(instance: EnvironmentInstance, name: string, args: Record<string, unknown> = {}) {
-  return instance.step({ name, arguments: args });
-}
-
-/** A successful step with exactly these changed paths. */
-function changed(t: Transition, paths: string[]): any {
-  expect(t.success, `${t.call.name}: ${JSON.stringify(t.observation)}`).toBe(true);
-  expect(t.envChanges.map((c) => c.path).sort()).toEqual([...paths].sort());
-  expect(t.delta).toBe(paths.length);
-  return t.observation;
-}
-
-function rejected(t: Transition, reason: string): void {
-  expect(t.success, `${t.call.name} should be rejected`).toBe(false);
-  expect(t.delta).toBe(0);
-  expect(t.after).toBe(t.before);
-  expect((t.observation as { error: string }).error).toContain(reason);
-}
-
-const state = async (instance: EnvironmentInstance) => (await instance.state()) as any;
 
 describe("clinic", () => {
   it("reads change nothing", async () => {

@@ -5,7 +5,8 @@ import { restaurant } from "../../src/envs/corpus/restaurant.js";
 import { smartHome } from "../../src/envs/corpus/smart-home.js";
 import { vehicleControl } from "../../src/envs/corpus/vehicle-control.js";
 import { warehouse } from "../../src/envs/corpus/warehouse.js";
-import type { Environment, EnvironmentInstance, Transition } from "../../src/envs/types.js";
+import type { Environment, EnvironmentInstance } from "../../src/envs/types.js";
+import { changed, rejected, state, step } from "../helpers/transitions.js";
 
 /**
  * The tools that change several fields of existing environments in one call (a routine, a batch move, a
@@ -14,26 +15,6 @@ import type { Environment, EnvironmentInstance, Transition } from "../../src/env
 async function fresh(environment: Environment): Promise<EnvironmentInstance> {
   return environment.create({ seed: 1 });
 }
-
-async function step(instance: EnvironmentInstance, name: string, args: Record<string, unknown> = {}) {
-  return instance.step({ name, arguments: args });
-}
-
-function changed(t: Transition, paths: string[]): any {
-  expect(t.success, `${t.call.name}: ${JSON.stringify(t.observation)}`).toBe(true);
-  expect(t.envChanges.map((c) => c.path).sort()).toEqual([...paths].sort());
-  expect(t.delta).toBe(paths.length);
-  return t.observation;
-}
-
-function rejected(t: Transition, reason: string): void {
-  expect(t.success, `${t.call.name} should be rejected`).toBe(false);
-  expect(t.delta).toBe(0);
-  expect(t.after).toBe(t.before);
-  expect((t.observation as { error: string }).error).toContain(reason);
-}
-
-const state = async (instance: EnvironmentInstance) => (await instance.state()) as any;
 
 describe("smart-home routines", () => {
   it("leave_home switches off, locks, turns the heating down and arms away", async () => {
