@@ -7,6 +7,7 @@ import { startWorker } from "../../src/cli/commands/worker.js";
 import { loadConfig } from "../../src/models/config.js";
 import { Models } from "../../src/models/hub.js";
 import { cli, jsonLines } from "../helpers/cli.js";
+import { approvingReply } from "../helpers/scripted-gats.js";
 import {
   type ScriptedLlmServer,
   startScriptedLlmServer,
@@ -24,22 +25,9 @@ async function scriptedConfig(): Promise<{ file: string; server: ScriptedLlmServ
   const server = await startScriptedLlmServer([], {
     respond: (body) => {
       const schema = body?.response_format?.json_schema?.name;
-      if (schema === "checklist")
-        return { reply: { content: JSON.stringify({ items: [{ description: "done" }] }) } };
-      if (schema === "judgement")
-        return {
-          reply: {
-            content: JSON.stringify({ items: [{ description: "done", status: "success", reasoning: "ok" }] }),
-          },
-        };
-      if (schema === "simulated_call")
-        return {
-          reply: { content: JSON.stringify({ status: "ok", observation: { ok: true }, changes: [] }) },
-        };
-      if (schema === "semantic_verdict")
-        return { reply: { content: JSON.stringify({ valid: true, problems: [] }) } };
-      if (schema === "initial_state")
-        return { reply: { content: JSON.stringify({ state: { runtime_state: {} } }) } };
+      // roles.default serves the checklist, the judge, the simulator, the validator and the bootstrapper.
+      const approved = approvingReply(schema);
+      if (approved) return approved;
       if (body.messages.at(-1).role === "tool") return { reply: { content: "Done." } };
       return { reply: { toolCalls: [{ name: "get_weather", arguments: { city: "Oslo" } }] } };
     },

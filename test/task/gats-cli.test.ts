@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cli, jsonLines } from "../helpers/cli.js";
+import { approvingReply } from "../helpers/scripted-gats.js";
 import {
   type ScriptedLlmServer,
   startScriptedLlmServer,
@@ -18,23 +19,9 @@ async function config(): Promise<string> {
     respond: (body) => {
       const schema = body?.response_format?.json_schema?.name;
       if (body.model === "broken") return { status: 400, error: { message: "the simulator broke" } };
-      if (schema === "checklist")
-        return { reply: { content: JSON.stringify({ items: [{ description: "done" }] }) } };
-      if (schema === "judgement")
-        return {
-          reply: {
-            content: JSON.stringify({ items: [{ description: "done", status: "success", reasoning: "ok" }] }),
-          },
-        };
-      if (schema === "simulated_call")
-        return {
-          reply: { content: JSON.stringify({ status: "ok", observation: { ok: true }, changes: [] }) },
-        };
-      // roles.default serves the validator and the state bootstrapper too.
-      if (schema === "semantic_verdict")
-        return { reply: { content: JSON.stringify({ valid: true, problems: [] }) } };
-      if (schema === "initial_state")
-        return { reply: { content: JSON.stringify({ state: { runtime_state: {} } }) } };
+      // roles.default serves the checklist, the judge, the simulator, the validator and the bootstrapper.
+      const approved = approvingReply(schema);
+      if (approved) return approved;
       // Planner: a tool call first, an answer once it has seen a tool result.
       if (body.messages.at(-1).role === "tool") return { reply: { content: "Done." } };
       const names = body.tools.map((t: { function: { name: string } }) => t.function.name);
