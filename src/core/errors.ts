@@ -31,6 +31,8 @@ export type ErrorCode =
   | "UNKNOWN_SESSION"
   /** The agent under test failed (user simulation). */
   | "AGENT_ERROR"
+  /** The work was stopped by a signal (Ctrl-C, SIGTERM) before it finished; nothing of it was recorded. */
+  | "INTERRUPTED"
   | "INTERNAL";
 
 export interface ErrorLocation {

@@ -56,6 +56,8 @@ export type EndReason =
   | "max_turns"
   | "repetition"
   | "empty_output"
+  /** Browser modes: `--max-steps` observe → act steps were spent. */
+  | "max_steps"
   | "agent_error"
   | "user_error";
 
