@@ -56,6 +56,11 @@ export async function launchBrowser(options: LaunchBrowserOptions = {}): Promise
       executablePath,
       headless: options.headless ?? true,
       args: [...CHROMIUM_FLAGS],
+      // The command decides what a signal means (stop new work, keep what is unfinished for --resume);
+      // Playwright's own handlers would close the browser under the runs still in flight.
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
     });
   } catch (error) {
     const first = String((error as Error)?.message ?? error).split("\n")[0];
