@@ -106,3 +106,36 @@ export class Progress {
     if (this.live && this.finished > 0) this.stream.write("\n");
   }
 }
+
+/** A commander parser for durations in seconds: a positive number (0.5, 60), else refused before any work. */
+export function parsePositiveSeconds(value: string): number {
+  const seconds = Number(value.trim());
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !(seconds > 0))
+    throw new InvalidArgumentError(`expected a number of seconds above 0 (e.g. 60 or 0.5), got "${value}"`);
+  return seconds;
+}
+
+/**
+ * The first SIGINT or SIGTERM aborts the returned signal (the command stops starting work and keeps what
+ * is unfinished for --resume); a second one exits at once with 130. `dispose` removes the handlers.
+ */
+export function interruptOnSignals(io: CliIo, what: string): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onSignal = (name: NodeJS.Signals) => {
+    if (controller.signal.aborted) {
+      io.stderr.write(`${name} again: exiting now\n`);
+      process.exit(130);
+    }
+    io.stderr.write(`${name}: stopping ${what}; press Ctrl-C again to exit at once\n`);
+    controller.abort();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    signal: controller.signal,
+    dispose() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}

@@ -91,8 +91,26 @@ function isMain(): boolean {
   }
 }
 
-if (isMain()) {
-  runCli(process.argv.slice(2)).then((code) => {
+/**
+ * The CLI as a process's whole job (bin/terrarium.js and `tsx src/cli/main.ts`): the exit code is the
+ * command's, and it never lies. A command left waiting on a promise nothing will settle would otherwise end
+ * with exit 0 and no word once the event loop empties; that says so and exits 1 instead.
+ */
+export function runCliProcess(argv: string[] = process.argv.slice(2)): void {
+  let settled = false;
+  process.on("exit", (code) => {
+    if (settled || code !== 0) return;
+    process.stderr.write(
+      "terrarium: the command stopped before it finished (its work was left waiting on nothing)\n",
+    );
+    process.exitCode = 1;
+  });
+  runCli(argv).then((code) => {
+    settled = true;
     process.exitCode = code;
+    // Interrupted work may still hold sockets or timers; what was kept is on disk, so leave now.
+    if (code === 130) process.exit(code);
   });
 }
+
+if (isMain()) runCliProcess();

@@ -106,3 +106,53 @@ export function checkThresholds(metrics: unknown, thresholds: ReadonlyArray<Thre
   const failures = results.filter((result) => !result.passed);
   return { passed: failures.length === 0, results, failures };
 }
+
+/** The metrics of a users run that `--fail-under` can read, and whether they need the judges. */
+const USERS_RUN_METRICS: ReadonlyArray<{ name: string; judged: boolean }> = [
+  { name: "te", judged: false },
+  { name: "tde", judged: false },
+  { name: "td", judged: false },
+  { name: "tokensPerTurn", judged: false },
+  { name: "actionsPerTurn", judged: false },
+  ...["turns", "promptTokens", "completionTokens", "actions"].map((key) => ({
+    name: `cost.${key}`,
+    judged: false,
+  })),
+  ...["promptTokensPerTurn", "completionTokensPerTurn", "tokensPerTurn", "actionsPerTurn"].map((key) => ({
+    name: `cost.${key}`,
+    judged: false,
+  })),
+  { name: "failures", judged: true },
+  { name: "realism.goal", judged: true },
+  { name: "realism.profile", judged: true },
+  { name: "realism.knowledge", judged: true },
+  { name: "success", judged: true },
+];
+
+/**
+ * Refuses, before any run, thresholds that could never pass: a metric `users run` does not compute, a
+ * `passHatK.<k>` beyond `--runs`, a judged metric with the judges off. Every problem is listed at once.
+ */
+export function checkUsersThresholds(
+  thresholds: ReadonlyArray<Threshold>,
+  options: { runs: number; judges: boolean },
+): void {
+  const problems: string[] = [];
+  for (const { metric } of thresholds) {
+    const passHat = /^passHatK\.(\d+)$/.exec(metric);
+    const known = passHat
+      ? { name: metric, judged: true }
+      : USERS_RUN_METRICS.find((entry) => entry.name === metric);
+    if (!known) {
+      problems.push(`"${metric}" is not a metric of users run`);
+      continue;
+    }
+    if (passHat && (Number(passHat[1]) < 1 || Number(passHat[1]) > options.runs))
+      problems.push(`"${metric}" needs 1 <= k <= --runs (${options.runs})`);
+    if (known.judged && !options.judges)
+      problems.push(`"${metric}" is judged, and --no-judges turns the judges off`);
+  }
+  if (problems.length === 0) return;
+  const names = [...USERS_RUN_METRICS.map((entry) => entry.name), "passHatK.<k>"].join(", ");
+  throw new TerrariumError("CONFIG_INVALID", `--fail-under: ${problems.join("; ")} (metrics: ${names})`);
+}

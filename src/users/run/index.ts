@@ -8,6 +8,7 @@ export { modelJudges } from "./model-judges.js";
 export { usersRunJob } from "./queued.js";
 export {
   checkMode,
+  DEFAULT_AGENT_TIMEOUT_MS,
   type FlaggedTurn,
   flaggedTurns,
   openUsersAgent,
@@ -18,6 +19,7 @@ export {
   type UsersJudges,
   type UsersRunOptions,
   type UsersRunResult,
+  withDeadline,
 } from "./run-users.js";
 export {
   summarizeRuns,
@@ -39,3 +41,10 @@ export {
   transcriptPath,
   USERS_RUN_SCHEMA_VERSION,
 } from "./transcript.js";
+export {
+  type RunErrorGroup,
+  type RunErrorKind,
+  runErrors,
+  type UsersRunVerdict,
+  usersRunVerdict,
+} from "./verdict.js";

@@ -5,6 +5,8 @@ import { TerrariumError } from "../../core/errors.js";
 import type { Models } from "../../models/hub.js";
 import type { JobQueue } from "../../queue/index.js";
 import { createAgentTarget } from "../agents/index.js";
+import { probeReachable } from "../agents/probe.js";
+import { parseAgentSpec } from "../agents/spec.js";
 import type { AgentReply, AgentToolCallRecord, TurnRecord } from "../conversation.js";
 import { simulateBrowserConversation } from "../hybrid/browser-user.js";
 import { type BrowserTarget, openBrowserTarget } from "../hybrid/target.js";
@@ -111,7 +113,21 @@ export interface UsersRunOptions {
   thresholds?: Threshold[];
   /** Called before the judges' consolidation call and the summary. */
   onPhase?: (phase: "consolidating" | "summarizing") => void;
+  /**
+   * Longest wait, in ms, for the agent: opening its session or page, each answer, its final state
+   * (default 60 s). A wait that runs out ends that run as `agent_error`; the other runs go on.
+   */
+  agentTimeoutMs?: number;
+  /**
+   * Aborted on the first SIGINT/SIGTERM: no run starts after it, and every run not finished by then is
+   * left as its `.partial` transcript (or not started) for `--resume`. `runUsers` then throws
+   * `INTERRUPTED`, with `details.unfinished`, and writes no summary.
+   */
+  signal?: AbortSignal;
 }
+
+/** How long the agent may take to answer (or to open its session) when the caller does not say. */
+export const DEFAULT_AGENT_TIMEOUT_MS = 60_000;
 
 export interface UsersRunResult {
   summary: UsersSummary;
@@ -173,6 +189,7 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
   let done = 0;
   for (const run of finished) options.onRun?.({ run, done: ++done, total, kept: true });
 
+  const signal = options.signal;
   const playOne = async ({ scenario, index }: { scenario: Scenario; index: number }) => {
     const run = await playRun(options, settings, toolFactory, scenario, index);
     finished.push(run);
@@ -180,19 +197,35 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
   };
   try {
     if (options.queue)
-      await playOnQueue(options, options.queue, settings, pending, (run) => {
-        finished.push(run);
-        options.onRun?.({ run, done: ++done, total, kept: false });
-      });
+      await untilAborted(
+        playOnQueue(options, options.queue, settings, pending, (run) => {
+          finished.push(run);
+          options.onRun?.({ run, done: ++done, total, kept: false });
+        }),
+        signal,
+      );
     else {
       const queue = [...pending];
       const workers = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-        for (let next = queue.shift(); next; next = queue.shift()) await playOne(next);
+        for (let next = queue.shift(); next && !signal?.aborted; next = queue.shift()) await playOne(next);
       });
-      await Promise.all(workers);
+      // Settled, not raced: on an interrupt every worker returns at once (its run is left behind).
+      const outcomes = await Promise.allSettled(workers);
+      const failed = outcomes.find((outcome) => outcome.status === "rejected");
+      if (failed && !signal?.aborted) throw (failed as PromiseRejectedResult).reason;
     }
+  } catch (error) {
+    if (!signal?.aborted) throw error;
   } finally {
-    if (!options.toolFactory) await toolFactory.close();
+    if (!options.toolFactory) await toolFactory.close().catch(() => undefined);
+  }
+  if (signal?.aborted) {
+    const unfinished = total - done;
+    throw new TerrariumError(
+      "INTERRUPTED",
+      `interrupted: ${unfinished} run${unfinished === 1 ? "" : "s"} to resume; rerun with --resume`,
+      { details: { unfinished } },
+    );
   }
 
   const stored = readTranscripts(options.outDir).filter((run) =>
@@ -222,14 +255,70 @@ async function playRun(
 ): Promise<StoredRun> {
   const file = transcriptPath(options.outDir, runIdOf(scenario.id, index));
   const writer = new TranscriptWriter(file);
+  const signal = options.signal;
   try {
-    await playRunLines(options, settings, toolFactory, scenario, index, (line) => writer.write(line));
+    // On an interrupt the run is left where it is: nothing more is written, its `.partial` stays.
+    await untilAborted(
+      playRunLines(options, settings, toolFactory, scenario, index, (line) => {
+        if (!signal?.aborted) writer.write(line);
+      }),
+      signal,
+    );
+    if (signal?.aborted) throw interruptedError();
     writer.commit();
   } catch (error) {
-    writer.discard();
+    if (!signal?.aborted) writer.discard();
     throw error;
   }
   return readTranscript(file);
+}
+
+function interruptedError(): TerrariumError {
+  return new TerrariumError("INTERRUPTED", "interrupted before the run finished");
+}
+
+/** The work's own outcome, or INTERRUPTED as soon as the signal is aborted (the work is left running). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(interruptedError());
+  }
+  return new Promise<T>((resolvePromise, reject) => {
+    const onAbort = () => reject(interruptedError());
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolvePromise(value);
+      },
+      (error) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * `work`, or an error saying what did not answer within `ms`. The timer is a real one (it keeps the
+ * process alive): a promise that never settles must end as an error, never as a silent exit.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new TerrariumError("AGENT_ERROR", `${what} within ${formatSeconds(ms)} (--agent-timeout)`)),
+      ms,
+    );
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+function formatSeconds(ms: number): string {
+  const seconds = ms / 1000;
+  return `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, "")} s`;
 }
 
 /**
@@ -319,7 +408,15 @@ function failedRunLines(
 /** What playing one run needs: the models, the agent, the judges and the user's settings. */
 export type RunPlayer = Pick<
   UsersRunOptions,
-  "models" | "agent" | "judges" | "userTemperature" | "screenshots" | "maxSteps" | "outDir"
+  | "models"
+  | "agent"
+  | "judges"
+  | "userTemperature"
+  | "screenshots"
+  | "maxSteps"
+  | "outDir"
+  | "agentTimeoutMs"
+  | "signal"
 >;
 
 /**
@@ -406,12 +503,25 @@ async function playThroughApi(
     scope: run.runId,
     ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
   });
+  const timeoutMs = options.agentTimeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS;
   let session: Awaited<ReturnType<UsersAgent["open"]>> | undefined;
   try {
-    session = await target.open({ runId: run.runId, seed: run.runSeed, scenario: run.scenario });
-    const agent = session;
+    session = await withDeadline(
+      target.open({ runId: run.runId, seed: run.runSeed, scenario: run.scenario }),
+      timeoutMs,
+      "the agent's session did not open",
+    );
+    const opened = session;
+    const agent = {
+      send: (message: string) => withDeadline(opened.send(message), timeoutMs, "the agent gave no answer"),
+    };
     const result = await simulateConversation({ scenario: run.scenario, user, agent, onTurn });
-    return { result, finalState: await agent.finalState().catch(() => undefined) };
+    const finalState = await withDeadline(
+      opened.finalState(),
+      timeoutMs,
+      "the agent's tools gave no final state",
+    ).catch(() => undefined);
+    return { result, finalState };
   } catch (error) {
     return {
       result: {
@@ -422,7 +532,10 @@ async function playThroughApi(
       finalState: undefined,
     };
   } finally {
-    await session?.close().catch(() => undefined);
+    if (session)
+      await withDeadline(session.close(), timeoutMs, "the agent's session did not close").catch(
+        () => undefined,
+      );
   }
 }
 
@@ -435,10 +548,14 @@ async function playInBrowser(
 ): Promise<PlayedRun> {
   let page: Awaited<ReturnType<BrowserTarget["openPage"]>> | undefined;
   try {
-    page = await target.openPage({
-      runId: run.runId,
-      ...(options.screenshots ? { screenshotsDir: join(options.outDir, "screenshots", run.runId) } : {}),
-    });
+    page = await withDeadline(
+      target.openPage({
+        runId: run.runId,
+        ...(options.screenshots ? { screenshotsDir: join(options.outDir, "screenshots", run.runId) } : {}),
+      }),
+      options.agentTimeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS,
+      "the agent's page did not open",
+    );
     const played = await simulateBrowserConversation({
       models: run.models,
       scenario: run.scenario,
@@ -503,8 +620,21 @@ export function checkMode(mode: UsersMode, browserAgent: boolean, queued = false
  */
 export async function openUsersAgent(
   spec: string,
-  options: { models: Models; seed: string; agentTools?: string[]; httpConfig?: string },
+  options: {
+    models: Models;
+    seed: string;
+    agentTools?: string[];
+    httpConfig?: string;
+    /** The agent's timeout (each request of http, openai-compatible and planner agents), in ms. */
+    timeoutMs?: number;
+  },
 ): Promise<(UsersAgent & { close(): Promise<void> }) | BrowserTarget> {
+  // One connection to the agent's address first: an agent that is not running costs no model call.
+  const address = agentAddress(spec);
+  if (address) await probeReachable(`--agent ${spec}`, address);
+  for (const source of options.agentTools ?? [])
+    if (source.startsWith("terrarium:"))
+      await probeReachable("--agent-tools", source.slice("terrarium:".length));
   if (spec.startsWith("browser:")) {
     return openBrowserTarget(spec, {
       models: options.models,
@@ -517,7 +647,21 @@ export async function openUsersAgent(
     seed: options.seed,
     ...(options.agentTools ? { agentTools: options.agentTools } : {}),
     ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
+    ...(options.timeoutMs !== undefined ? { timeoutMs: Math.max(1, Math.ceil(options.timeoutMs)) } : {}),
   });
+}
+
+/** The network address an `--agent` spec talks to (none for planner:, module: and browser:demo). */
+function agentAddress(spec: string): string | undefined {
+  if (spec.startsWith("browser:")) {
+    const url = spec.slice("browser:".length);
+    return /^https?:\/\//.test(url) ? url : undefined;
+  }
+  if (!/^(openai-compatible|https?):/.test(spec)) return undefined;
+  const parsed = parseAgentSpec(spec);
+  if (parsed.kind === "openai-compatible") return parsed.baseURL;
+  if (parsed.kind === "http") return parsed.url;
+  return undefined;
 }
 
 function isBrowserTarget(agent: UsersAgent | BrowserTarget): agent is BrowserTarget {

@@ -1,10 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
+import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { openRedisQueue, type RedisJobQueue } from "../../../queue/index.js";
-import { parseThresholds, type Threshold } from "../../../users/metrics/index.js";
+import { checkUsersThresholds, parseThresholds, type Threshold } from "../../../users/metrics/index.js";
 import { renderUsersReport } from "../../../users/report/index.js";
 import {
   checkMode,
@@ -13,9 +14,18 @@ import {
   readTranscripts,
   runUsers,
   type UsersMode,
+  usersRunVerdict,
 } from "../../../users/run/index.js";
 import { loadScenarios } from "../../../users/scenario/index.js";
-import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
+import {
+  type CliIo,
+  collect,
+  interruptOnSignals,
+  Progress,
+  parsePositiveInteger,
+  parsePositiveSeconds,
+  parseWholeNumber,
+} from "../../io.js";
 import { printTableRow } from "./shared.js";
 
 /** The judge roles `--judge-model` sets (each falls back to roles.default otherwise). */
@@ -47,7 +57,28 @@ interface UsersRunCliOptions {
   judges: boolean;
   userModel?: string;
   judgeModel?: string;
+  agentTimeout: number;
+  maxErrors: number;
   json?: boolean;
+}
+
+/**
+ * The roles of a users run: `--user-model` and `--judge-model` set theirs; a role the config leaves
+ * unset (no role of its own, no roles.default) is served by a model given on the command line (the user's,
+ * else the judges', else a planner agent's), so one model flag is enough.
+ */
+export function usersRunRoles(
+  configured: Record<string, string>,
+  options: { userModel?: string; judgeModel?: string; agent: string },
+): Record<string, string> {
+  const roles = { ...configured };
+  if (options.userModel) roles.user = options.userModel;
+  if (options.judgeModel) for (const role of JUDGE_ROLES) roles[role] = options.judgeModel;
+  const planner = options.agent.startsWith("planner:") ? options.agent.slice("planner:".length) : undefined;
+  const fromCommandLine = options.userModel ?? options.judgeModel ?? planner;
+  if (fromCommandLine && !roles.default)
+    for (const role of ["user", ...JUDGE_ROLES]) roles[role] ??= fromCommandLine;
+  return roles;
 }
 
 export function registerUsersRunCommand(
@@ -107,6 +138,18 @@ export function registerUsersRunCommand(
       "--queue <url>",
       "api-only: redis://host:port[/db][?queue=<name>] plays the runs on `terrarium worker`s (they rebuild the agent with their own config); local, the default, plays them here",
     )
+    .option(
+      "--agent-timeout <seconds>",
+      "longest wait for the agent (its session, page or each answer); a run that waits longer ends as agent_error",
+      parsePositiveSeconds,
+      60,
+    )
+    .option(
+      "--max-errors <n>",
+      "errored runs (agent_error, user_error, a judge that failed) allowed before the exit code is 1",
+      parseWholeNumber,
+      0,
+    )
     .option("--json", "print summary.json to stdout instead of the table")
     .addHelpText(
       "after",
@@ -121,28 +164,35 @@ $AGENT_URL is your agent's chat-completions base URL (e.g. http://127.0.0.1:8000
 demo shop (terrarium users demo) for the run; for your own page give browser:<url> and, when a terrarium
 server serves its agent's tools, --agent-tools terrarium:<server url>. Models: roles.user and
 the judge roles (realism, failures, consolidation, checklist, judge) of terrarium.config.yaml, each falling
-back to roles.default; --user-model and --judge-model override them.
+back to roles.default; --user-model and --judge-model override them, and a model given on the command line
+(--user-model, else --judge-model, else a planner: agent's model) serves every role the config leaves unset.
+
+Exit codes: 0 when every run played and (unless --no-judges) was judged and every --fail-under held; 1 when
+more runs errored than --max-errors allows (one line per kind of error, with its count and first message) or
+a threshold failed; 2 for bad input (nothing is spent); 130 when interrupted (the first Ctrl-C or SIGTERM
+starts no new run and keeps unfinished ones for --resume).
 `,
     )
     .action(async (options: UsersRunCliOptions, command: Command) => {
       // Everything that can be refused is checked before the first model call.
       const thresholds: Threshold[] = options.failUnder ? parseThresholds(options.failUnder) : [];
+      checkUsersThresholds(thresholds, { runs: options.runs, judges: options.judges });
       const scenarios = loadScenarios(options.scenarios);
       const onQueue = options.queue !== undefined && options.queue !== "local";
       checkMode(options.mode, options.agent.startsWith("browser:"), onQueue);
       const configPath = command.optsWithGlobals().config as string | undefined;
       const { config } = loadConfig(configPath ? { path: configPath } : {});
-      const roleOverrides: Record<string, string> = {};
-      if (options.userModel) roleOverrides.user = options.userModel;
-      if (options.judgeModel) for (const role of JUDGE_ROLES) roleOverrides[role] = options.judgeModel;
-      const roles = { ...config.roles, ...roleOverrides };
+      const roles = usersRunRoles(config.roles, options);
       const models = new Models({ config: { ...config, roles } });
+      const interrupt = interruptOnSignals(io, "the runs");
+      const agentTimeoutMs = options.agentTimeout * 1000;
       try {
         await models.backend(models.modelFor("user"));
         if (options.judges) for (const role of JUDGE_ROLES) await models.backend(models.modelFor(role));
         const agent = await openUsersAgent(options.agent, {
           models,
           seed: options.seed,
+          timeoutMs: agentTimeoutMs,
           ...(options.agentTools ? { agentTools: options.agentTools } : {}),
           ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
         });
@@ -154,48 +204,60 @@ back to roles.default; --user-model and --judge-model override them.
               `playing the runs on ${queue.description}: start terrarium worker --queue … to work on them\n`,
             );
           const progress = new Progress(io.stderr, scenarios.length * options.runs, "runs");
-          const { summary, kept } = await runUsers({
-            scenarios,
-            agent,
-            ...(options.agentTools ? { agentTools: options.agentTools } : {}),
-            models,
-            outDir: options.out,
-            runs: options.runs,
-            concurrency: options.concurrency,
-            seed: options.seed,
-            resume: options.resume === true,
-            mode: options.mode,
-            ...(options.screenshots ? { screenshots: true } : {}),
-            ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
-            thresholds,
-            ...(options.judges ? { judges: modelJudges(models) } : {}),
-            onRun: ({ run }) =>
-              progress.tick(`${run.runId}: ${run.end?.endReason ?? "?"} after ${run.turns.length} turns`),
-            onPhase: (phase) => {
-              if (phase === "consolidating") io.stderr.write("consolidating the agent's failures…\n");
-            },
-          });
+          let result: Awaited<ReturnType<typeof runUsers>>;
+          try {
+            result = await runUsers({
+              scenarios,
+              agent,
+              ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+              models,
+              outDir: options.out,
+              runs: options.runs,
+              concurrency: options.concurrency,
+              seed: options.seed,
+              resume: options.resume === true,
+              mode: options.mode,
+              agentTimeoutMs,
+              signal: interrupt.signal,
+              ...(options.screenshots ? { screenshots: true } : {}),
+              ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+              thresholds,
+              ...(options.judges ? { judges: modelJudges(models) } : {}),
+              onRun: ({ run }) =>
+                progress.tick(`${run.runId}: ${run.end?.endReason ?? "?"} after ${run.turns.length} turns`),
+              onPhase: (phase) => {
+                if (phase === "consolidating") io.stderr.write("consolidating the agent's failures…\n");
+              },
+            });
+          } catch (error) {
+            progress.done();
+            if (!(error instanceof TerrariumError && error.code === "INTERRUPTED")) throw error;
+            io.stderr.write(`${error.message}\n`);
+            setExitCode(130);
+            return;
+          }
+          const { summary, kept } = result;
           progress.done();
           if (kept > 0) io.stderr.write(`kept ${kept} finished run(s) from ${options.out}\n`);
+          const stored = readTranscripts(options.out);
           writeFileSync(
             join(options.out, "report.html"),
-            renderUsersReport(summary, readTranscripts(options.out), { screenshotsRoot: options.out }),
+            renderUsersReport(summary, stored, { screenshotsRoot: options.out }),
           );
           if (options.json) io.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
           else printTableRow(io, summary, options.out);
           io.stderr.write(
             `usage: ${models.ledger.totals.calls} model calls, ${models.ledger.totals.inputTokens} in / ${models.ledger.totals.outputTokens} out tokens\n`,
           );
-          if (summary.thresholds && !summary.thresholds.passed) {
-            for (const failure of summary.thresholds.failures)
-              io.stderr.write(`--fail-under: ${failure.reason}\n`);
-            setExitCode(1);
-          }
+          const verdict = usersRunVerdict(summary, stored, { maxErrors: options.maxErrors });
+          for (const line of verdict.lines) io.stderr.write(`${line}\n`);
+          if (verdict.exitCode !== 0) setExitCode(verdict.exitCode);
         } finally {
           await queue?.close();
           await agent.close();
         }
       } finally {
+        interrupt.dispose();
         await models.close();
       }
     });

@@ -1,0 +1,192 @@
+import { spawn } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli } from "../helpers/cli.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
+import { scriptedUsersResponder } from "../helpers/scripted-users.js";
+
+/** A port nothing listens on: bound, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function scenario(id: string): string {
+  return [
+    `id: ${id}`,
+    "profile: You are a customer of an online shop.",
+    "goal: You want to return the headphones from order #W2378156.",
+    "knowledge: Your email is yusuf.rossi7301@example.com.",
+    "max_turns: 3",
+  ].join("\n");
+}
+
+/** The CLI as CI runs it: its own process, so a promise that never settles cannot hide behind the test's. */
+function terrarium(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * What CI sees of `users run`: a folder where one run's agent hangs, one's cannot reach what it needs, and
+ * one answers. The hanging one ends as agent_error when --agent-timeout runs out (it does not end the
+ * process with exit 0), and errored runs make the exit code 1 unless --max-errors allows them.
+ */
+describe("users run: exit codes and error lines tell the truth", () => {
+  let server: ScriptedLlmServer;
+  let dir: string;
+  let config: string;
+  let scenarios: string;
+  let agent: string;
+  let deadPort: number;
+
+  beforeAll(async () => {
+    server = await startScriptedLlmServer([], { respond: scriptedUsersResponder() });
+    dir = mkdtempSync(join(tmpdir(), "users-exit-"));
+    config = writeScriptedConfig(dir, server.baseURL, { default: "scripted:judge", user: "scripted:user" });
+    scenarios = join(dir, "scenarios");
+    mkdirSync(scenarios);
+    for (const id of ["good", "hangs", "unreachable"])
+      writeFileSync(join(scenarios, `${id}.yaml`), scenario(id));
+    deadPort = await closedPort();
+    agent = join(dir, "agent.mjs");
+    writeFileSync(
+      agent,
+      `export async function reply({ scenario }) {
+  if (scenario.id === "hangs") return new Promise(() => {});
+  if (scenario.id === "unreachable") {
+    const response = await fetch("http://127.0.0.1:${deadPort}/orders");
+    return await response.text();
+  }
+  return "Your return of order #W2378156 is started; the refund goes to your card.";
+}
+`,
+    );
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const args = (out: string, ...more: string[]) => [
+    "--config",
+    config,
+    "users",
+    "run",
+    "--scenarios",
+    scenarios,
+    "--agent",
+    `module:${agent}#reply`,
+    "--agent-timeout",
+    "1",
+    "--concurrency",
+    "3",
+    "--out",
+    out,
+    ...more,
+  ];
+
+  it("a hanging and a failing agent make exit 1 with one line per kind of error; the good run is whole", async () => {
+    const out = join(dir, "mixed");
+    const run = await terrarium(args(out));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^agent_error: 2 \(first, hangs\.1: the agent failed: the agent gave no answer within 1 s \(--agent-timeout\)\)$/m,
+    );
+    expect(run.stderr).toMatch(/^2 of 3 runs errored; --max-errors allows 0$/m);
+    expect(readdirSync(join(out, "transcripts")).sort()).toEqual([
+      "good.1.jsonl",
+      "hangs.1.jsonl",
+      "unreachable.1.jsonl",
+    ]);
+    const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
+    expect(summary.runs.total).toBe(3);
+    expect(summary.runs.errors).toBe(2);
+    expect(summary.runs.endReasons).toEqual({ agent_error: 2, stop: 1 });
+    const byId = Object.fromEntries(
+      summary.scenarios.map((s: any) => [s.id, { endReason: s.runs[0].endReason, error: s.runs[0].error }]),
+    );
+    expect(byId.good).toEqual({ endReason: "stop", error: undefined });
+    expect(byId.hangs.error).toMatch(/no answer within 1 s/);
+    expect(byId.unreachable.error).toMatch(/fetch failed|ECONNREFUSED/);
+    // Judged: the good run has its verdict, so no judge error is reported.
+    expect(run.stderr).not.toMatch(/judge_error/);
+  }, 120_000);
+
+  it("--max-errors allows errored runs: exit 0 and a line saying so", async () => {
+    const out = join(dir, "allowed");
+    const run = await cli(args(out, "--max-errors", "2", "--no-judges"));
+    expect(run.stderr).toMatch(/^2 of 3 runs errored; --max-errors allows 2, so this passes$/m);
+    expect(run.code).toBe(0);
+  }, 120_000);
+
+  it("an agent that cannot be reached is found by one probe: exit 2 before any model call", async () => {
+    const before = server.requests.length;
+    const out = join(dir, "unreachable-agent");
+    const run = await cli([
+      "--config",
+      config,
+      "users",
+      "run",
+      "--scenarios",
+      scenarios,
+      "--agent",
+      `openai-compatible:http://127.0.0.1:${deadPort}/v1#my-agent`,
+      "--out",
+      out,
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`cannot reach http://127.0.0.1:${deadPort} (connection refused`);
+    expect(server.requests.length).toBe(before);
+    expect(existsSync(join(out, "transcripts"))).toBe(false);
+  });
+
+  it("--fail-under on a metric users run does not have is refused before any model call", async () => {
+    const before = server.requests.length;
+    const run = await cli(args(join(dir, "nosuch"), "--fail-under", "nosuch=3,passHatK.4=1"));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('"nosuch" is not a metric of users run');
+    expect(run.stderr).toContain('"passHatK.4" needs 1 <= k <= --runs (1)');
+    expect(server.requests.length).toBe(before);
+  });
+
+  it("a judged threshold with --no-judges and a bad --agent-timeout are refused before any work", async () => {
+    const judged = await cli(args(join(dir, "judged"), "--no-judges", "--fail-under", "realism.goal=90"));
+    expect(judged.code).toBe(2);
+    expect(judged.stderr).toContain('"realism.goal" is judged, and --no-judges turns the judges off');
+    const timeout = await cli(args(join(dir, "timeout"), "--agent-timeout", "0"));
+    expect(timeout.code).toBe(2);
+    expect(timeout.stderr).toContain("--agent-timeout");
+  });
+});
