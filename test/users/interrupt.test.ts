@@ -1,0 +1,169 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ScriptedLlmServer,
+  startScriptedLlmServer,
+  writeScriptedConfig,
+} from "../helpers/scripted-llm-server.js";
+import { scriptedUsersResponder } from "../helpers/scripted-users.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+function scenario(id: string): string {
+  return [
+    `id: ${id}`,
+    "profile: You are a customer of an online shop.",
+    "goal: You want to return the headphones from order #W2378156.",
+    "knowledge: Your email is yusuf.rossi7301@example.com.",
+    "max_turns: 3",
+  ].join("\n");
+}
+
+function start(args: string[]): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT });
+  let stderr = "";
+  child.stderr?.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  child.stdout?.resume();
+  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, stderr: () => stderr, exit };
+}
+
+/** Resolves when the child's stderr matches (on the data event, never by polling a clock). */
+function waitForStderr(child: ChildProcess, seen: () => string, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (pattern.test(seen())) {
+        child.stderr?.off("data", check);
+        resolve();
+      }
+    };
+    child.stderr?.on("data", check);
+    child.once("close", () => reject(new Error(`exited before ${pattern}: ${seen()}`)));
+    check();
+  });
+}
+
+/** A transcript without what differs between two plays of the same run (clocks). */
+function comparable(file: string): unknown[] {
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) =>
+      JSON.parse(line, (key, value) =>
+        ["startedAt", "durationMs", "timing", "latencyMs"].includes(key) ? undefined : value,
+      ),
+    );
+}
+
+/**
+ * Ctrl-C (SIGINT) in API mode: no run starts after it, the run in flight stays a `.partial` transcript,
+ * the command says how many runs are left and exits 130; `--resume` plays exactly those, and the folder
+ * then equals one played without interruption.
+ */
+describe("users run: interrupting keeps the work", () => {
+  let server: ScriptedLlmServer;
+  let dir: string;
+  let config: string;
+  let scenarios: string;
+  let agent: string;
+  let release: string;
+
+  beforeAll(async () => {
+    server = await startScriptedLlmServer([], { respond: scriptedUsersResponder() });
+    dir = mkdtempSync(join(tmpdir(), "users-interrupt-"));
+    config = writeScriptedConfig(dir, server.baseURL, { default: "scripted:judge", user: "scripted:user" });
+    scenarios = join(dir, "scenarios");
+    mkdirSync(scenarios);
+    for (const id of ["a", "b", "c"]) writeFileSync(join(scenarios, `${id}.yaml`), scenario(id));
+    // Scenario a's agent answers at once; the others wait until the test releases them.
+    release = join(dir, "release");
+    agent = join(dir, "agent.mjs");
+    writeFileSync(
+      agent,
+      `import { existsSync, watch } from "node:fs";
+export async function reply({ scenario }) {
+  if (scenario.id !== "a" && !existsSync(${JSON.stringify(release)}))
+    await new Promise((resolve) => {
+      const watcher = watch(${JSON.stringify(dir)}, () => {
+        if (existsSync(${JSON.stringify(release)})) { watcher.close(); resolve(); }
+      });
+    });
+  return "Your return is started; the refund goes to your card.";
+}
+`,
+    );
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const args = (out: string, ...more: string[]) => [
+    "--config",
+    config,
+    "users",
+    "run",
+    "--scenarios",
+    scenarios,
+    "--agent",
+    `module:${agent}#reply`,
+    "--concurrency",
+    "1",
+    "--seed",
+    "5",
+    "--out",
+    out,
+    ...more,
+  ];
+
+  it("SIGINT leaves the unfinished runs for --resume, which makes the folder equal an uninterrupted run", async () => {
+    const out = join(dir, "interrupted");
+    const first = start(args(out));
+    await waitForStderr(first.child, first.stderr, /^1\/3 runs/m);
+    first.child.kill("SIGINT");
+    expect(await first.exit).toBe(130);
+    expect(first.stderr()).toMatch(/^interrupted: 2 runs to resume; rerun with --resume$/m);
+    const files = readdirSync(join(out, "transcripts")).sort();
+    expect(files).toEqual(["a.1.jsonl", "b.1.jsonl.partial"]);
+    expect(existsSync(join(out, "summary.json"))).toBe(false);
+
+    writeFileSync(release, "go");
+    const resumed = start(args(out, "--resume"));
+    expect(await resumed.exit).toBe(0);
+    expect(resumed.stderr()).toContain("kept 1 finished run(s)");
+    const whole = join(dir, "whole");
+    const uninterrupted = start(args(whole));
+    expect(await uninterrupted.exit).toBe(0);
+
+    const names = readdirSync(join(whole, "transcripts")).sort();
+    expect(readdirSync(join(out, "transcripts")).sort()).toEqual(names);
+    for (const name of names)
+      expect(comparable(join(out, "transcripts", name))).toEqual(
+        comparable(join(whole, "transcripts", name)),
+      );
+    const summary = (folder: string) => {
+      const {
+        metrics,
+        runs,
+        scenarios: perScenario,
+      } = JSON.parse(readFileSync(join(folder, "summary.json"), "utf8"), (key, value) =>
+        ["startedAt", "durationMs", "timing", "latencyMs"].includes(key) ? undefined : value,
+      );
+      return { metrics, runs, perScenario };
+    };
+    expect(summary(out)).toEqual(summary(whole));
+  }, 180_000);
+});
