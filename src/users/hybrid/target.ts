@@ -7,6 +7,9 @@ import type { ChatLocator } from "../browser/types.js";
 import type { AgentToolCallRecord } from "../conversation.js";
 import { type ShopDemo, startShopDemo } from "../demo/index.js";
 import type { PageSession } from "./browser-user.js";
+import { interruptedError, interruptible } from "./interrupt.js";
+
+const OPENING_INTERRUPTED = "the run was interrupted while its page was opening";
 
 /** What a browser target needs of a browser (the driver of `src/users/browser` fits). */
 export interface BrowserLauncher {
@@ -24,10 +27,14 @@ export interface BrowserTarget {
   /** The agent's tools (TDE's N): from the terrarium server behind the page, else []. */
   readonly tools: string[];
   readonly chat?: ChatLocator;
-  /** One browser context per run, on the page. */
+  /**
+   * One browser context per run, on the page. With `signal` aborted (the run was interrupted) it throws
+   * `INTERRUPTED` at once, even mid-navigation, and leaves no context open.
+   */
   openPage(context: {
     runId: string;
     screenshotsDir?: string;
+    signal?: AbortSignal;
   }): Promise<PageSession & { close(): Promise<void> }>;
   /** The agent's tool calls in its session, from the terrarium server serving its tools. */
   agentCalls?(sessionId: string): Promise<AgentToolCallRecord[]>;
@@ -156,14 +163,22 @@ export async function createBrowserTarget(
     tools,
     ...(options.chat ? { chat: options.chat } : {}),
     async openPage(context) {
+      const { signal } = context;
+      if (signal?.aborted) throw interruptedError(OPENING_INTERRUPTED);
       const session = await options.launcher.newSession(
         context.screenshotsDir ? { screenshotsDir: context.screenshotsDir } : {},
       );
       try {
-        await session.goto(pageUrl);
+        await interruptible(session.goto(pageUrl), signal, OPENING_INTERRUPTED);
       } catch (error) {
-        await session.close();
+        await session.close().catch(() => undefined);
+        // The navigation failed because the browser was closed under an interrupted run: say so.
+        if (signal?.aborted) throw interruptedError(OPENING_INTERRUPTED);
         throw error;
+      }
+      if (signal?.aborted) {
+        await session.close().catch(() => undefined);
+        throw interruptedError(OPENING_INTERRUPTED);
       }
       return session;
     },
