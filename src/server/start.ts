@@ -1,10 +1,13 @@
 import { existsSync } from "node:fs";
+import { basename } from "node:path";
 import { serve } from "@hono/node-server";
+import { distance } from "fastest-levenshtein";
 import { Catalog, loadCatalog } from "../catalog/catalog.js";
 import { isPlainObject } from "../catalog/json-schema.js";
 import { readDocument } from "../catalog/read-document.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
+import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
 import { isEnvironmentReference, loadEnvironment } from "../envs/load.js";
 import type { Environment } from "../envs/types.js";
 import { loadConfig } from "../models/config.js";
@@ -131,6 +134,26 @@ export function usageEvents(ledger: UsageLedger): BuiltEngine["usage"] {
  * what is available before anything is created: every tool it sends to a simulator must be one that
  * simulator can answer, or this refuses, naming the tools and what is missing.
  */
+/**
+ * A source that is neither a file nor a built-in environment is most often a mistyped environment name:
+ * say which names exist, with the closest first, instead of only that no file has that name.
+ */
+function checkSourcesExist(files: readonly string[]): void {
+  const missing = files.filter((file) => !/^[a-z][a-z0-9+.-]+:/i.test(file) && !existsSync(file));
+  if (missing.length === 0) return;
+  const names = Object.keys(BUILTIN_ENVIRONMENTS);
+  const problems = missing.map((file) => {
+    const name = basename(file).replace(/\.[^.]*$/, "");
+    const closest = [...names].sort((a, b) => distance(a, name) - distance(b, name))[0];
+    const hint = closest && distance(closest, name) <= 3 ? ` (did you mean ${closest}?)` : "";
+    return `${file} is neither a file nor a built-in environment${hint}`;
+  });
+  throw new TerrariumError(
+    "INVALID_INPUT",
+    `${problems.join("; ")}; the built-in environments are ${names.join(", ")}`,
+  );
+}
+
 export async function buildEngine(options: ServeOptions): Promise<BuiltEngine> {
   const environments = options.sources.filter(isEnvironmentReference);
   if (environments.length > 1)
@@ -142,6 +165,7 @@ export async function buildEngine(options: ServeOptions): Promise<BuiltEngine> {
   checkPolicyShape(policy);
   if (options.proxy !== undefined) checkProxyUrl(options.proxy);
   const files = options.sources.filter((source) => !environments.includes(source));
+  checkSourcesExist(files);
   const environment = environments[0] ? await loadEnvironment(environments[0]) : undefined;
   const loaded =
     files.length > 0 ? await loadCatalog(files, { strict: options.strict === true }) : new Catalog();

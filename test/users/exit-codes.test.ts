@@ -189,4 +189,39 @@ describe("users run: exit codes and error lines tell the truth", () => {
     expect(timeout.code).toBe(2);
     expect(timeout.stderr).toContain("--agent-timeout");
   });
+
+  it("every scenario problem of a folder is listed at once, before any model call", async () => {
+    const bad = join(dir, "bad-scenarios");
+    mkdirSync(bad);
+    writeFileSync(join(bad, "a.yaml"), "id: a\nprofile: x\ngoal: y\nmax_turns: 2\n");
+    writeFileSync(join(bad, "b.yaml"), "id: b\nprofile: x\ngoal: y\nknowledge: k\nmax_turns: zero\n");
+    writeFileSync(join(bad, "c.yaml"), scenario("c"));
+    const before = server.requests.length;
+    const run = await cli([
+      "--config",
+      config,
+      "users",
+      "run",
+      "--scenarios",
+      bad,
+      "--agent",
+      `module:${agent}#reply`,
+      "--out",
+      join(dir, "bad-out"),
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("2 problems in the scenarios:");
+    expect(run.stderr).toContain(
+      `${join(bad, "a.yaml")}:1: invalid scenario: missing required key "knowledge"`,
+    );
+    expect(run.stderr).toContain(`${join(bad, "b.yaml")}:5#/max_turns:`);
+    expect(server.requests.length).toBe(before);
+  });
+
+  it("an unknown --agent-tools name lists the built-in environments", async () => {
+    const run = await cli(args(join(dir, "tools"), "--agent-tools", "tau2-retai"));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("is neither a file nor a built-in environment (did you mean tau2-retail?)");
+    expect(run.stderr).toMatch(/the built-in environments are .*bank.*tau2-retail/);
+  });
 });

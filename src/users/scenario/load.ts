@@ -115,19 +115,43 @@ export function loadScenarios(
   }
   const scenarios: Scenario[] = [];
   const seen = new Map<string, Scenario>();
+  // Every file is read before anything is refused, so one message lists every problem of the folder.
+  const problems: unknown[] = [];
   for (const file of files) {
-    for (const scenario of loadScenarioFile(file, options)) {
+    let loaded: Scenario[];
+    try {
+      loaded = loadScenarioFile(file, options);
+    } catch (error) {
+      problems.push(error);
+      continue;
+    }
+    for (const scenario of loaded) {
       const first = seen.get(scenario.id);
       if (first) {
         const error = duplicateId(first, scenario);
         const line = lineOf(file, error.where.pointer ?? "");
-        throw line === undefined ? error : error.locatedIn({ line });
+        problems.push(line === undefined ? error : error.locatedIn({ line }));
+        continue;
       }
       seen.set(scenario.id, scenario);
       scenarios.push(scenario);
     }
   }
+  throwAll(problems);
   return scenarios;
+}
+
+/** Nothing, one error as it is, or one error listing every problem (each with its file and place). */
+function throwAll(problems: unknown[]): void {
+  if (problems.length === 0) return;
+  if (problems.length === 1 || !problems.every((p) => p instanceof TerrariumError)) throw problems[0];
+  const lines = (problems as TerrariumError[]).map(
+    (problem) => `  ${problem.describe().replace(/ \[[A-Z_]+\]$/, "")}`,
+  );
+  throw new TerrariumError(
+    "CONFIG_INVALID",
+    `${problems.length} problems in the scenarios:\n${lines.join("\n")}`,
+  );
 }
 
 /** Reads one scenario file: a scenario object or a list of them. */
@@ -197,7 +221,16 @@ export function parseScenarios(document: unknown, options: ParseScenarioOptions 
         { where: { file: options.file, pointer: "" } },
       );
     }
-    const scenarios = document.map((item, index) => parseOne(item, `/${index}`, options));
+    const scenarios: Scenario[] = [];
+    const problems: unknown[] = [];
+    document.forEach((item, index) => {
+      try {
+        scenarios.push(parseOne(item, `/${index}`, options));
+      } catch (error) {
+        problems.push(error);
+      }
+    });
+    throwAll(problems);
     const seen = new Map<string, Scenario>();
     for (const scenario of scenarios) {
       const first = seen.get(scenario.id);
