@@ -1,6 +1,7 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ShopDemo, startShopDemo } from "../../src/users/demo/index.js";
 import { readTranscript } from "../../src/users/run/index.js";
@@ -85,7 +86,15 @@ describe.runIf(available || process.env.TERRARIUM_REQUIRE_BROWSER === "1")("user
     expect(first?.agent?.toolCalls).toEqual([
       expect.objectContaining({ tool: "find_user_id_by_email", status: "ok" }),
     ]);
-    expect(second?.user).toBe("Thanks, that is all I needed.");
+    // Timing is measured: the agent's answer took real time, and the reply carries it.
+    expect(first?.timing.agentMs).toBeGreaterThan(0);
+    expect(first?.agent?.latencyMs).toBe(first?.timing.agentMs);
+    expect(first?.timing.userModelMs).toBeGreaterThan(0);
+    // The stopping message is kept as the last turn but never typed: the agent saw one message only.
+    expect(second).toMatchObject({ user: "Thanks, that is all I needed.", stop: "stop" });
+    expect(second?.agent).toBeUndefined();
+    expect(transcript.turns).toHaveLength(2);
+    expect(transcript.end?.agentToolCalls.map((call) => call.tool)).toEqual(["find_user_id_by_email"]);
     // One screenshot per step, referenced from the UI actions and embedded in the report.
     const shots = readdirSync(join(out, "screenshots", "retail-return-headphones.1"));
     expect(shots.length).toBeGreaterThanOrEqual(2);
@@ -108,6 +117,62 @@ describe.runIf(available || process.env.TERRARIUM_REQUIRE_BROWSER === "1")("user
     expect(compare.code).toBe(0);
     expect(compare.stdout).toContain("hybrid");
     expect(compare.stdout).toContain("ui-only");
+  }, 120_000);
+
+  it("a run stopped by --max-steps ends as max_steps with its steps, tokens and time in the transcript", async () => {
+    const out = join(dir, "steps");
+    const result = await run(out, "hybrid", "--no-judges", "--max-steps", "1");
+    expect(result.code).toBe(0);
+    const transcript = readTranscript(join(out, "transcripts", "retail-return-headphones.1.jsonl"));
+    expect(transcript.end?.endReason).toBe("max_steps");
+    expect(transcript.end?.turns).toBe(1);
+    // The one step (plan, route, the user's own tool) is a turn without a message or a reply.
+    expect(transcript.turns).toEqual([
+      expect.objectContaining({
+        turn: 1,
+        user: "",
+        actions: [expect.objectContaining({ kind: "tool", tool: "check_order_status" })],
+        userUsage: expect.objectContaining({ calls: 3 }),
+      }),
+    ]);
+    expect(transcript.turns[0]?.agent).toBeUndefined();
+    expect(transcript.turns[0]?.userUsage.inputTokens).toBeGreaterThan(0);
+    expect(transcript.turns[0]?.timing.userModelMs).toBeGreaterThan(0);
+    const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
+    expect(summary.runs.endReasons).toEqual({ max_steps: 1 });
+    expect(summary.metrics.actionsPerTurn).toBe(1);
+    const usage = transcript.turns[0]?.userUsage;
+    expect(summary.metrics.tokensPerTurn).toBe((usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0));
+  }, 120_000);
+
+  it("a page without a chat widget says so in the end record", async () => {
+    // A form that looks like a chat but shows nothing the chat locator reads.
+    const page = join(dir, "no-widget.html");
+    writeFileSync(
+      page,
+      '<!doctype html><title>Contact</title><form onsubmit="return false"><input aria-label="Your message"><button>Send</button></form>',
+    );
+    const out = join(dir, "no-widget");
+    const url = pathToFileURL(page).href;
+    const result = await usersRun(
+      "--agent",
+      `browser:${url}`,
+      "--mode",
+      "ui-only",
+      "--no-judges",
+      "--out",
+      out,
+    );
+    expect(result.code).toBe(0);
+    const transcript = readTranscript(join(out, "transcripts", "retail-return-headphones.1.jsonl"));
+    expect(transcript.end?.endReason).toBe("stop");
+    expect(transcript.end?.error).toBe(
+      `no chat message was found on ${url}: nothing matched the chat widget's message selector [data-chat-role] in any frame, so no message reached the agent (the page has no chat widget there, or the user never wrote in it)`,
+    );
+    // What the user did is kept: it typed its request, then its stopping message (not typed).
+    expect(transcript.turns.map((turn) => [turn.user, turn.actions.map((action) => action.message)])).toEqual(
+      [["Thanks, that is all I needed.", ["done", "not typed: the message ends the conversation"]]],
+    );
   }, 120_000);
 
   it("refuses a browser agent in api-only mode and an API agent in a browser mode, before anything starts", async () => {
