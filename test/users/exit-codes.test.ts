@@ -224,4 +224,52 @@ describe("users run: exit codes and error lines tell the truth", () => {
     expect(run.stderr).toContain("is neither a file nor a built-in environment (did you mean tau2-retail?)");
     expect(run.stderr).toMatch(/the built-in environments are .*bank.*tau2-retail/);
   });
+
+  it("a user model and a judge that never answer end as user_error and judge_error, and fail the command", async () => {
+    const respond = scriptedUsersResponder();
+    let late = "judge";
+    // The model named `late` answers far later than the configured timeout.
+    const slow = await startScriptedLlmServer([], {
+      respond: (body: any) => {
+        const step = respond(body);
+        return body?.model === late ? { ...step, delayMs: 60_000 } : step;
+      },
+    });
+    try {
+      const slowDir = join(dir, "slow");
+      mkdirSync(slowDir);
+      const slowConfig = join(slowDir, "terrarium.config.yaml");
+      writeFileSync(
+        slowConfig,
+        `providers:\n  scripted:\n    type: openai-compatible\n    baseURL: ${slow.baseURL}\n    structuredOutputs: true\n    timeoutMs: 1500\n` +
+          "roles:\n  default: scripted:judge\n  user: scripted:user\ncache:\n  mode: off\nretry:\n  retries: 0\n",
+      );
+      const goodRun = (out: string, ...more: string[]) =>
+        cli([
+          "--config",
+          slowConfig,
+          "users",
+          "run",
+          "--scenarios",
+          join(scenarios, "good.yaml"),
+          "--agent",
+          `module:${agent}#reply`,
+          "--out",
+          join(slowDir, out),
+          ...more,
+        ]);
+      const judged = await goodRun("judges");
+      expect(judged.code).toBe(1);
+      expect(judged.stderr).toMatch(/^judge_error: \d+ \(first, good\.1: \w+: .*no answer within 1500 ms/m);
+      expect(judged.stderr).toMatch(/^1 of 1 run errored; --max-errors allows 0$/m);
+      late = "user";
+      const user = await goodRun("user", "--no-judges");
+      expect(user.code).toBe(1);
+      expect(user.stderr).toMatch(
+        /^user_error: 1 \(first, good\.1: the user's model failed: .*no answer within 1500 ms/m,
+      );
+    } finally {
+      await slow.close();
+    }
+  }, 120_000);
 });
