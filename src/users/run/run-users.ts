@@ -571,6 +571,7 @@ async function playInBrowser(
         ? { agentCalls: (id: string) => target.agentCalls?.(id) ?? Promise.resolve([]) }
         : {}),
       ...(options.userTemperature !== undefined ? { temperature: options.userTemperature } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     // Screenshots are named relative to the run folder, so the folder can move.
     for (const turn of played.turns)
