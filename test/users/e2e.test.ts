@@ -90,10 +90,18 @@ describe("users run, end to end", () => {
     expect(summary.schemaVersion).toBe(1);
     expect(summary.runs).toMatchObject({ total: 4, errors: 0, endReasons: { stop: 4 } });
     const m = summary.metrics;
-    // Every run calls one tool of tau2-retail's 15+: TE has no tool with an outgoing transition.
-    expect(m.te).toBe(0);
+    // Every run calls one tool of tau2-retail's 15+: no tool has an outgoing transition, so TE measures
+    // nothing (null); TDE and TD are measured zeros (one tool used; identical runs of each goal).
+    expect(m.te).toBeNull();
     expect(m.tde).toBe(0);
     expect(m.td).toBe(0);
+    expect(m.coverage).toMatchObject({
+      toolCountSource: "declared",
+      conversations: 4,
+      calls: 4,
+      transitions: 0,
+    });
+    expect(m.coverage.toolCount).toBe(summary.settings.agentToolNames.length);
     expect(m.realism).toEqual({ goal: 100, profile: 100, knowledge: 100 });
     expect(m.failures).toBeGreaterThanOrEqual(1);
     expect(m.success).toBe(1);

@@ -357,12 +357,13 @@ describe("renderUsersReport", () => {
       "tokensPerTurn",
       "actionsPerTurn",
       "success",
+      "errored",
       "passHatK.1",
       "passHatK.2",
     ]);
-    expect(cells.te).toBe(summary.metrics.te.toFixed(2));
-    expect(cells.tde).toBe(summary.metrics.tde.toFixed(2));
-    expect(cells.td).toBe(summary.metrics.td.toFixed(2));
+    expect(cells.te).toBe(summary.metrics.te?.toFixed(2));
+    expect(cells.tde).toBe(summary.metrics.tde?.toFixed(2));
+    expect(cells.td).toBe(summary.metrics.td?.toFixed(2));
     expect(cells.failures).toBe("1");
     // 6 judged utterances: goal 6/6, profile 5/6, knowledge 5/6.
     expect(cells["realism.goal"]).toBe("100.00");
@@ -581,7 +582,7 @@ describe("compareUsersRuns", () => {
   const hybrid = makeSummary();
   const other: UsersSummary = structuredClone(hybrid);
   other.settings.userModel = "mock:other-user";
-  other.metrics.te = hybrid.metrics.te + 0.2;
+  other.metrics.te = (hybrid.metrics.te ?? 0) + 0.2;
   other.metrics.failures = 3;
   other.metrics.realism = { goal: null, profile: null, knowledge: null };
   other.metrics.tokensPerTurn = 950;

@@ -67,8 +67,8 @@ export interface TransitionEntropyDetail {
  *
  * Transitions are adjacent pairs inside one trajectory; no pair spans two trajectories.
  *
- * Edge cases (the formula divides by zero there; both give the score's floor, 0, "no routing diversity
- * observed", so a summary stays numeric):
+ * Edge cases (the formula divides by zero there; both give the score's floor, 0; a run folder's summary
+ * reports them as null instead, see {@link coverageOf}):
  * - N <= 1 (one tool): log2 N = 0; there is only one possible next tool, so TE = 0.
  * - no transitions (every trajectory has fewer than two calls): R is empty, so TE = 0.
  */
@@ -110,7 +110,7 @@ export function transitionEntropy(trajectories: ReadonlyArray<Trajectory>, tools
  * TDE, 0..1: normalised Shannon entropy (log2) of the tool distribution over all the agent's calls, with
  * N = every tool the agent has (`allTools`, plus any called tool missing from it), called or not.
  *
- * Edge cases: no calls, or N <= 1 (one tool), give 0.
+ * Edge cases: no calls, or N <= 1 (one tool), give 0 (see {@link coverageOf} for what a summary reports).
  */
 export function toolDistributionEntropy(calls: Iterable<ToolCallLike>, allTools: Iterable<string>): number {
   const counts = new Map<string, number>();
@@ -221,4 +221,105 @@ export function trajectoryDiversityDetail(groups: GoalGroups): TrajectoryDiversi
 /** TD, 0..1: see {@link trajectoryDiversityDetail}. */
 export function trajectoryDiversity(groups: GoalGroups): number {
   return trajectoryDiversityDetail(groups).value;
+}
+
+/** Where N, the tool count TE and TDE are normalised by, came from. */
+export type ToolCountSource =
+  /** The agent's declared tools (`--agent-tools`, or the tools of the terrarium server behind it). */
+  | "declared"
+  /** The declared tools plus tools the agent called without declaring them. */
+  | "declared+called"
+  /** No tool was declared: N is the number of distinct tools seen called, a lower bound. */
+  | "called"
+  /** No tool is known: none was declared and none was called. */
+  | "none";
+
+/** One run as coverage sees it. */
+export interface CoverageRun {
+  /** TD's group: runs with the same goal are compared. */
+  goal: string;
+  /** The agent's tool calls, in order. */
+  calls: Trajectory;
+  /** The agent answered at least once: a conversation happened. */
+  conversation: boolean;
+  /** The run ended normally (not cut short by an agent or user error). */
+  played: boolean;
+}
+
+/** TE, TDE and TD of a run folder, each null where it measures nothing, with what they were computed over. */
+export interface CoverageSummary {
+  te: number | null;
+  tde: number | null;
+  td: number | null;
+  /** N: the tools TE and TDE are normalised by. */
+  toolCount: number;
+  toolCountSource: ToolCountSource;
+  /** How many tools the agent declared. */
+  declaredTools: number;
+  /** Tools the agent called that it did not declare (they count in N). */
+  undeclaredCalled: string[];
+  /** Runs in which the agent answered at least once. */
+  conversations: number;
+  /** The agent's tool calls over those runs (TDE's sample). */
+  calls: number;
+  /** Adjacent call pairs within a run (TE's sample). */
+  transitions: number;
+  /** Goals with at least two played conversations (TD's groups). */
+  tdGroups: number;
+}
+
+/**
+ * Coverage of a run folder for people reading its summary: 0 only when it was measured and is 0, null
+ * (shown n/a) when there was nothing to measure.
+ *
+ * - TE is null when no run has two consecutive tool calls (no outgoing transition: R is empty), which
+ *   includes "no conversation happened", or when N <= 1 (log2 N = 0).
+ * - TDE is null when no conversation happened (every run ended before the agent answered), or when
+ *   N <= 1 (no tool known, or a single one: there is no distribution to spread). When conversations
+ *   happened and N >= 2, an agent that called no tool has TDE 0: a measured absence of diversity.
+ * - TD is null when no goal has two played conversations to compare (e.g. `--runs 1`). It compares played
+ *   runs only: a run cut short by an error would count its truncation as diversity.
+ *
+ * TE and TDE count every call of every run, errored ones included (a call made is a call made). N is the
+ * declared tools plus any tool called without being declared; with no tool declared, the tools called.
+ */
+export function coverageOf(runs: ReadonlyArray<CoverageRun>, declared: Iterable<string>): CoverageSummary {
+  const declaredSet = new Set(declared);
+  const talked = runs.filter((run) => run.conversation);
+  const trajectories = talked.map((run) => run.calls);
+  const called = new Set(trajectories.flat().map(toolOf));
+  const undeclaredCalled = [...called].filter((tool) => !declaredSet.has(tool)).sort();
+  const toolCount = toolUniverse(called, declaredSet).size;
+  const toolCountSource: ToolCountSource =
+    declaredSet.size > 0
+      ? undeclaredCalled.length > 0
+        ? "declared+called"
+        : "declared"
+      : called.size > 0
+        ? "called"
+        : "none";
+  const transitions = trajectories.reduce((sum, calls) => sum + Math.max(0, calls.length - 1), 0);
+  const groups = new Map<string, Trajectory[]>();
+  for (const run of talked) {
+    if (!run.played) continue;
+    groups.set(run.goal, [...(groups.get(run.goal) ?? []), run.calls]);
+  }
+  const td = trajectoryDiversityDetail(groups);
+  const tdGroups = td.groups.filter((group) => group.score !== null).length;
+  return {
+    te: transitions === 0 || toolCount <= 1 ? null : transitionEntropy(trajectories, declaredSet),
+    tde:
+      talked.length === 0 || toolCount <= 1
+        ? null
+        : toolDistributionEntropy(trajectories.flat(), declaredSet),
+    td: tdGroups === 0 ? null : td.value,
+    toolCount,
+    toolCountSource,
+    declaredTools: declaredSet.size,
+    undeclaredCalled,
+    conversations: talked.length,
+    calls: trajectories.reduce((sum, calls) => sum + calls.length, 0),
+    transitions,
+    tdGroups,
+  };
 }

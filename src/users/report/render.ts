@@ -189,11 +189,54 @@ ${item("Seed", esc(settings.seed ?? "n/a"))}
 ${item("Runs per scenario", esc(settings.runs ?? "n/a"))}
 ${item("User model", esc(settings.userModel ?? "n/a"))}
 ${item("Judges", settings.judges === true ? "ran" : settings.judges === false ? "not run" : "n/a")}
-${item("Agent tools", tools.length === 0 ? "none" : `${tools.length}: ${esc(truncate(tools.join(", "), 1000))}`)}
+${item("Agent tools", tools.length === 0 ? "none declared" : `${tools.length}: ${esc(truncate(tools.join(", "), 1000))}`)}
+${item("Coverage over", coverageText(summary))}
 ${item("Scenarios", esc(arrayOf(summary?.scenarios).length))}
 ${item("Runs", `${esc(counts.total ?? "n/a")} total, ${esc(counts.completed ?? "n/a")} completed, ${esc(counts.errors ?? "n/a")} ended by an error`)}
 ${item("End reasons", reasons || "none")}
+${item("Errors", errorKindsText(counts.errorKinds))}
 </dl>`;
+}
+
+/** N (TE's and TDE's tool count) with where it came from, and the samples the coverage metrics saw. */
+function coverageText(summary: UsersSummary): string {
+  const metrics = (summary?.metrics ?? {}) as Partial<UsersSummary["metrics"]>;
+  const coverage = metrics.coverage as Partial<UsersSummary["metrics"]["coverage"]> | undefined;
+  if (!coverage || typeof coverage !== "object") return "n/a";
+  const sources = arrayOf<string>(
+    ((summary?.settings ?? {}) as Partial<UsersSummary["settings"]>).agentTools,
+  );
+  const from: Record<string, string> = {
+    declared: `the agent's declared tools${sources.length > 0 ? ` (--agent-tools ${sources.join(" ")})` : ""}`,
+    "declared+called": `the agent's declared tools${sources.length > 0 ? ` (--agent-tools ${sources.join(" ")})` : ""} and ${arrayOf(coverage.undeclaredCalled).length} it called without declaring (${truncate(arrayOf<string>(coverage.undeclaredCalled).join(", "), 300)})`,
+    called: "the tools seen called (none declared: pass --agent-tools for the full count)",
+    none: "no tool known (none declared, none called)",
+  };
+  const source = from[String(coverage.toolCountSource)] ?? "n/a";
+  const plural = (count: unknown, word: string) =>
+    `${esc(fixed(count, 0))} ${word}${finite(count) === 1 ? "" : "s"}`;
+  return `N = ${esc(fixed(coverage.toolCount, 0))} tools, from ${esc(source)}; ${plural(coverage.conversations, "conversation")}, ${plural(coverage.calls, "agent tool call")}, ${plural(coverage.transitions, "transition")}; TD over ${plural(coverage.tdGroups, "goal")} with two played conversations or more`;
+}
+
+/** Each kind of error with its count and first message, or "none". */
+function errorKindsText(value: unknown): string {
+  const kinds = arrayOf<Record<string, unknown>>(value);
+  if (kinds.length === 0) return "none";
+  return `<ul>${kinds
+    .map(
+      (kind) =>
+        `<li class="flagged"><span class="tag bad">${esc(kind?.kind)}</span> ${esc(fixed(kind?.count, 0))} run${finite(kind?.count) === 1 ? "" : "s"}; first, <a href="#${esc(runAnchor(kind?.firstRunId))}">${esc(kind?.firstRunId)}</a>: ${esc(truncate(String(kind?.firstMessage ?? ""), 500))}</li>`,
+    )
+    .join("")}</ul>`;
+}
+
+/** "pass^1 over 2 scenarios, pass^2 over 1" of `total`. */
+function passScenariosText(summary: UsersSummary): string {
+  const counts = ((summary?.metrics ?? {}) as Partial<UsersSummary["metrics"]>).passHatKScenarios;
+  const entries = entriesOf(counts).filter(([k]) => /^\d+$/.test(k));
+  if (entries.length === 0) return "";
+  const total = arrayOf(summary?.scenarios).length;
+  return ` (${entries.map(([k, n]) => `pass^${k} over ${fixed(n, 0)} of ${total} scenario${total === 1 ? "" : "s"}`).join(", ")}: a scenario counts for k when it has k judged runs)`;
 }
 
 function metricsTable(summary: UsersSummary): string {
@@ -215,7 +258,7 @@ function metricsTable(summary: UsersSummary): string {
 <thead><tr>${groups}</tr><tr>${heads}</tr></thead>
 <tbody><tr>${cells}</tr></tbody>
 </table></div>
-<p class="muted">Coverage over the agent's tool calls; # Failures are unique agent failures after consolidation; realism is the percentage of user utterances judged consistent; cost is the simulated user's prompt + completion tokens and actions per user turn (${esc(fixed(cost.turns, 0))} turns, ${esc(fixed(cost.promptTokens, 0))} prompt and ${esc(fixed(cost.completionTokens, 0))} completion tokens). Success is the mean goal success over judged runs (runs ended by an error left out); pass^k the mean over scenarios. n/a: not measured (judges not run, or nothing judged).</p>`;
+<p class="muted">Coverage over the agent's tool calls; # Failures are unique agent failures after consolidation; realism is the percentage of user utterances judged consistent; cost is the simulated user's prompt + completion tokens and actions per user turn (${esc(fixed(cost.turns, 0))} turns, ${esc(fixed(cost.promptTokens, 0))} prompt and ${esc(fixed(cost.completionTokens, 0))} completion tokens). Success is the share of played, judged runs whose goal was met (${esc(fixed(metrics.successRuns, 0))} runs); Errored counts the runs it leaves out because of an error (an agent or user error, or a judge that failed). pass^k is the mean over scenarios${esc(passScenariosText(summary))}. n/a: not measured (judges not run, nothing judged; for TE no two consecutive tool calls, for TDE no conversation, for TD no goal with two played conversations, for both entropies fewer than two tools).</p>`;
 }
 
 function thresholds(summary: UsersSummary): string {

@@ -1,6 +1,7 @@
 /**
  * The columns of VISTA's Table 1 (seed 003): coverage (TE, TDE, TD, # Failures), realism in percent
- * (Goal, Profile, Knowledge) and cost per turn (Tokens, Actions), followed by goal success and pass^k.
+ * (Goal, Profile, Knowledge) and cost per turn (Tokens, Actions), followed by goal success, the runs it
+ * leaves out for an error, and pass^k.
  * The report and the comparison both read a summary through these, so they show the same numbers the same
  * way.
  */
@@ -141,6 +142,15 @@ export function table1Columns(ks: readonly number[]): MetricColumn[] {
       better: "higher",
       read: (s) => finite(metrics(s).success),
       format: decimals(2),
+    },
+    {
+      // Beside success: the runs it leaves out because of an error.
+      key: "errored",
+      header: "Errored",
+      group: "outcome",
+      better: "lower",
+      read: (s) => finite(metrics(s).errored),
+      format: integer,
     },
   ];
   for (const k of ks) {

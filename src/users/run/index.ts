@@ -22,6 +22,10 @@ export {
   withDeadline,
 } from "./run-users.js";
 export {
+  type ErrorKind,
+  type ErrorKindCount,
+  errorKindsOf,
+  errorsOfRun,
   summarizeRuns,
   type UniqueFailureRecord,
   type UsersMetrics,

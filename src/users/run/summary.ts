@@ -1,13 +1,12 @@
 import {
   type CostSummary,
+  type CoverageSummary,
   costPerTurn,
+  coverageOf,
   type MeanStd,
   meanStd,
   passHatKOfRuns,
   type ThresholdCheck,
-  toolDistributionEntropy,
-  trajectoryDiversity,
-  transitionEntropy,
 } from "../metrics/index.js";
 import { type StoredRun, USERS_RUN_SCHEMA_VERSION } from "./transcript.js";
 
@@ -41,19 +40,49 @@ export interface UsersRunSettings {
 
 /** The paper's Table 1 row, plus goal success: the numbers `--fail-under` reads. */
 export interface UsersMetrics {
-  te: number;
-  tde: number;
-  td: number;
+  /** Transition entropy; null when no run had two consecutive tool calls, or N <= 1 (see `coverageOf`). */
+  te: number | null;
+  /** Tool distribution entropy; null when no conversation happened, or N <= 1. */
+  tde: number | null;
+  /** Trajectory distance; null when no goal has two played conversations to compare. */
+  td: number | null;
+  /** What TE, TDE and TD were computed over: N (`toolCount`) and where it came from, the samples. */
+  coverage: Omit<CoverageSummary, "te" | "tde" | "td">;
   /** Unique agent failures after consolidation (null when the judges did not run). */
   failures: number | null;
   realism: { goal: number | null; profile: number | null; knowledge: number | null };
   cost: CostSummary;
   tokensPerTurn: number;
   actionsPerTurn: number;
-  /** Mean goal success over judged runs, 0..1 (null when none was judged). */
+  /**
+   * Goal success over played runs, 0..1: the share of runs that ended normally, were judged, and met their
+   * goal (null when no such run). `successRuns` is how many runs it is over, `errored` how many runs are
+   * left out because of an error.
+   */
   success: number | null;
-  /** Mean over scenarios of pass^k, for k = 1..runs. */
+  /** The runs `success` is computed over: played (no agent or user error) and given a goal verdict. */
+  successRuns: number;
+  /**
+   * Runs left out of `success` because of an error: ended by `agent_error` or `user_error`, or (with the
+   * judges) played but without a goal verdict because a judge failed.
+   */
+  errored: number;
+  /** Mean over scenarios of pass^k, for k = 1..runs (a scenario counts for k when it has k judged runs). */
   passHatK: Record<string, number>;
+  /** How many scenarios each `passHatK` value is the mean of. */
+  passHatKScenarios: Record<string, number>;
+}
+
+/** The kinds of error a run can end with or be judged with, as the exit lines name them. */
+export type ErrorKind = "agent_error" | "user_error" | "judge_error";
+
+/** Runs with one kind of error: how many, and the first one's message and run. */
+export interface ErrorKindCount {
+  kind: ErrorKind;
+  /** Runs with at least one error of this kind. */
+  count: number;
+  firstMessage: string;
+  firstRunId: string;
 }
 
 export interface UsersSummary {
@@ -61,7 +90,15 @@ export interface UsersSummary {
   kind: "terrarium.users.summary";
   settings: UsersRunSettings;
   metrics: UsersMetrics;
-  runs: { total: number; completed: number; errors: number; endReasons: Record<string, number> };
+  runs: {
+    total: number;
+    completed: number;
+    /** Runs ended by `agent_error` or `user_error`. */
+    errors: number;
+    endReasons: Record<string, number>;
+    /** Each kind of error with its count and first message (judge errors only when the judges ran). */
+    errorKinds: ErrorKindCount[];
+  };
   scenarios: Array<{
     id: string;
     goal: string;
@@ -89,6 +126,53 @@ export interface UsersSummary {
 /** Runs that ended because a side failed: recorded, left out of success rates. */
 const ERROR_REASONS = new Set(["agent_error", "user_error"]);
 
+/** The kinds of error in the order the exit lines list them. */
+const ERROR_KINDS: readonly ErrorKind[] = ["agent_error", "user_error", "judge_error"];
+
+/**
+ * The errors of one run: its own end (`agent_error`, `user_error`), then, when the judges ran, each judge
+ * that failed (or the whole judgement missing). A run without turns is not judged, so it has no judge error.
+ */
+export function errorsOfRun(run: StoredRun, judges: boolean): Array<{ kind: ErrorKind; message: string }> {
+  const errors: Array<{ kind: ErrorKind; message: string }> = [];
+  const reason = run.end?.endReason;
+  if (reason === "agent_error" || reason === "user_error")
+    errors.push({ kind: reason, message: run.end?.error ?? reason });
+  if (judges && run.turns.length > 0) {
+    if (!run.judgement) errors.push({ kind: "judge_error", message: "the run was not judged" });
+    for (const [judge, message] of Object.entries(run.judgement?.errors ?? {}))
+      errors.push({ kind: "judge_error", message: `${judge}: ${message}` });
+  }
+  return errors;
+}
+
+/**
+ * Each kind of error among `runs` (in the order given), with the number of runs that have it and the
+ * first such run's message: what `users run` prints, one line per kind, before exiting 1.
+ */
+export function errorKindsOf(runs: readonly StoredRun[], options: { judges: boolean }): ErrorKindCount[] {
+  const kinds = new Map<ErrorKind, ErrorKindCount>();
+  for (const run of runs) {
+    const seen = new Set<ErrorKind>();
+    for (const { kind, message } of errorsOfRun(run, options.judges)) {
+      if (seen.has(kind)) continue;
+      seen.add(kind);
+      const entry = kinds.get(kind);
+      if (entry) entry.count++;
+      else kinds.set(kind, { kind, count: 1, firstMessage: message, firstRunId: run.runId });
+    }
+  }
+  return ERROR_KINDS.flatMap((kind) => {
+    const entry = kinds.get(kind);
+    return entry ? [entry] : [];
+  });
+}
+
+/** The agent answered at least once in this run. */
+function hadConversation(run: StoredRun): boolean {
+  return run.turns.some((turn) => turn.agent !== undefined);
+}
+
 /** Every metric of a users run folder, from its transcripts and the consolidated failures. */
 export function summarizeRuns(
   settings: UsersRunSettings,
@@ -101,15 +185,17 @@ export function summarizeRuns(
     list.push(run);
     byScenario.set(run.scenarioId, list);
   }
-  const trajectories = stored.map((run) =>
-    (run.end?.agentToolCalls ?? []).map((call) => ({ tool: call.tool, arguments: call.arguments })),
+  const played = (run: StoredRun) => !ERROR_REASONS.has(run.end?.endReason ?? "");
+  // TD compares runs with the same goal (goals are free text).
+  const { te, tde, td, ...coverage } = coverageOf(
+    stored.map((run) => ({
+      goal: settings.scenarios.find((s) => s.id === run.scenarioId)?.goal ?? run.scenarioId,
+      calls: (run.end?.agentToolCalls ?? []).map((call) => ({ tool: call.tool, arguments: call.arguments })),
+      conversation: hadConversation(run),
+      played: played(run),
+    })),
+    settings.agentToolNames,
   );
-  // TD compares runs with the same goal (a Map: goals are free text).
-  const groups = new Map<string, typeof trajectories>();
-  stored.forEach((run, index) => {
-    const goal = settings.scenarios.find((s) => s.id === run.scenarioId)?.goal ?? run.scenarioId;
-    groups.set(goal, [...(groups.get(goal) ?? []), trajectories[index] ?? []]);
-  });
   const verdicts = stored.flatMap((run) => run.judgement?.realism ?? []);
   const rate = (pick: (v: (typeof verdicts)[number]) => boolean) =>
     verdicts.length === 0 ? null : (100 * verdicts.filter(pick).length) / verdicts.length;
@@ -122,8 +208,7 @@ export function summarizeRuns(
       })),
     ),
   );
-  const judged = (run: StoredRun) =>
-    run.judgement?.goal !== undefined && !ERROR_REASONS.has(run.end?.endReason ?? "");
+  const judged = (run: StoredRun) => run.judgement?.goal !== undefined && played(run);
   const scenarioRows = settings.scenarios.map(({ id, goal }) => {
     const runs = (byScenario.get(id) ?? []).sort((a, b) => a.index - b.index);
     const outcomes = runs.filter(judged).map((run) => run.judgement?.goal?.success === true);
@@ -148,15 +233,21 @@ export function summarizeRuns(
       })),
     };
   });
-  const allOutcomes = scenarioRows.flatMap((row) =>
-    row.runs
-      .filter((run) => run.success !== null && !ERROR_REASONS.has(run.endReason))
-      .map((run) => run.success),
+  const allOutcomes = settings.scenarios.flatMap(({ id }) =>
+    (byScenario.get(id) ?? []).filter(judged).map((run) => run.judgement?.goal?.success === true),
   );
+  // Left out of success for an error: the run's own, or (judges on) a played run whose goal went unjudged.
+  const errored = stored.filter(
+    (run) => !played(run) || (settings.judges && run.turns.length > 0 && run.judgement?.goal === undefined),
+  ).length;
   const passHatK: Record<string, number> = {};
+  const passHatKScenarios: Record<string, number> = {};
   for (let k = 1; k <= settings.runs; k++) {
     const values = scenarioRows.map((row) => row.passHatK[k]).filter((v): v is number => v !== undefined);
-    if (values.length > 0) passHatK[k] = values.reduce((a, b) => a + b, 0) / values.length;
+    if (values.length > 0) {
+      passHatK[k] = values.reduce((a, b) => a + b, 0) / values.length;
+      passHatKScenarios[k] = values.length;
+    }
   }
   const endReasons: Record<string, number> = {};
   for (const run of stored) {
@@ -169,9 +260,10 @@ export function summarizeRuns(
     kind: "terrarium.users.summary",
     settings,
     metrics: {
-      te: transitionEntropy(trajectories, settings.agentToolNames),
-      tde: toolDistributionEntropy(trajectories.flat(), settings.agentToolNames),
-      td: trajectoryDiversity(groups),
+      te,
+      tde,
+      td,
+      coverage,
       failures: failures ? failures.length : null,
       realism: {
         goal: rate((v) => v.goal.consistent),
@@ -182,9 +274,18 @@ export function summarizeRuns(
       tokensPerTurn: cost.tokensPerTurn,
       actionsPerTurn: cost.actionsPerTurn,
       success: allOutcomes.length === 0 ? null : allOutcomes.filter(Boolean).length / allOutcomes.length,
+      successRuns: allOutcomes.length,
+      errored,
       passHatK,
+      passHatKScenarios,
     },
-    runs: { total: stored.length, completed: stored.length - errors, errors, endReasons },
+    runs: {
+      total: stored.length,
+      completed: stored.length - errors,
+      errors,
+      endReasons,
+      errorKinds: errorKindsOf(stored, { judges: settings.judges }),
+    },
     scenarios: scenarioRows,
     failures: failures ?? [],
   };
