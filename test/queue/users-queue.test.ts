@@ -63,6 +63,7 @@ describe.runIf(REDIS_URL)("users run on Redis workers", () => {
     cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));
     const queueUrl = `${REDIS_URL}?prefix=${prefix}`;
     const loaded = loadConfig({ path: config }).config;
+    const workers: Array<Awaited<ReturnType<typeof startWorker>>> = [];
     for (const name of ["w1", "w2"]) {
       const worker = await startWorker(
         { queue: queueUrl, concurrency: 2, name, lockDuration: 1500, stalledInterval: 500 },
@@ -70,6 +71,7 @@ describe.runIf(REDIS_URL)("users run on Redis workers", () => {
         (roles) => new Models({ config: { ...loaded, roles: { ...loaded.roles, ...roles } } }),
       );
       cleanups.push(() => worker.stop());
+      workers.push(worker);
     }
     const queued = join(dir, "queued");
     const run = await cli(args(queued, "--queue", queueUrl));
@@ -77,6 +79,8 @@ describe.runIf(REDIS_URL)("users run on Redis workers", () => {
     expect(run.stderr).toContain("playing the runs on redis://127.0.0.1:6379");
 
     const files = readdirSync(join(queued, "transcripts")).sort();
+    // The workers played every run (the submitter only writes what they return).
+    expect(workers.reduce((sum, worker) => sum + worker.worker.processed, 0)).toBe(files.length);
     expect(files).toEqual(readdirSync(join(single, "transcripts")).sort());
     // The same conversations, verdicts and tool calls; only clocks differ.
     const comparable = (folder: string, file: string) => {

@@ -14,6 +14,8 @@ export interface UsersJobContext {
   /** Role overrides (`--user-model`, `--judge-model`) on top of the worker's own config. */
   roles: Record<string, string>;
   userTemperature?: number;
+  /** `--agent-timeout`, in ms: each worker's wait for the agent. */
+  agentTimeoutMs?: number;
 }
 
 export interface UsersJobItem {

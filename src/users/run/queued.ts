@@ -24,6 +24,9 @@ export function usersRunJob(
         seed: context.settings.seed,
         ...(context.agent.agentTools ? { agentTools: context.agent.agentTools } : {}),
         ...(context.agent.httpConfig ? { httpConfig: context.agent.httpConfig } : {}),
+        ...(context.agentTimeoutMs !== undefined
+          ? { timeoutMs: Math.max(1, Math.ceil(context.agentTimeoutMs)) }
+          : {}),
       });
       const toolFactory = new UserToolFactory({ models });
       const judges = context.settings.judges ? modelJudges(models) : undefined;
@@ -33,6 +36,7 @@ export function usersRunJob(
         outDir: ".",
         ...(judges ? { judges } : {}),
         ...(context.userTemperature !== undefined ? { userTemperature: context.userTemperature } : {}),
+        ...(context.agentTimeoutMs !== undefined ? { agentTimeoutMs: context.agentTimeoutMs } : {}),
       };
       return {
         async process({ payload }, item) {

@@ -219,6 +219,22 @@ starts no new run and keeps unfinished ones for --resume).
               mode: options.mode,
               agentTimeoutMs,
               signal: interrupt.signal,
+              ...(queue
+                ? {
+                    queue: {
+                      queue,
+                      agent: {
+                        spec: options.agent,
+                        ...(options.agentTools ? { agentTools: options.agentTools } : {}),
+                        ...(options.httpConfig ? { httpConfig: options.httpConfig } : {}),
+                      },
+                      // What the command line decided; each worker reads its own config for the rest.
+                      roles: Object.fromEntries(
+                        Object.entries(roles).filter(([role, model]) => config.roles[role] !== model),
+                      ),
+                    },
+                  }
+                : {}),
               ...(options.screenshots ? { screenshots: true } : {}),
               ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
               thresholds,
