@@ -9,7 +9,7 @@ import type { Environment, EnvironmentInstance, Transition } from "../../envs/ty
 import type { Models } from "../../models/hub.js";
 import type { Message } from "../../models/types.js";
 import { type CollectionSettings, type ResumeInfo, SampleWriter, trajectoryKey } from "./sample-store.js";
-import { ENVSIM_SCHEMA_VERSION, type EnvSimSample } from "./types.js";
+import { ENVSIM_SCHEMA_VERSION, type EnvSimSample, type PrefixCall } from "./types.js";
 
 /**
  * Collection of EnvSimBench samples: trajectories of calls on an executable environment, each step a
@@ -27,6 +27,7 @@ export function toSample(
   task?: string,
   seed?: string,
   reference: string = referenceOf(environment),
+  prefix?: PrefixCall[],
 ): EnvSimSample {
   const args = (transition.call.arguments ?? {}) as Record<string, unknown>;
   return {
@@ -53,7 +54,42 @@ export function toSample(
     envKind: environment.source.kind,
     environment: reference,
     ...(seed !== undefined ? { seed } : {}),
+    ...(prefix ? { prefix } : {}),
   };
+}
+
+/**
+ * The seed a Python instance's step runs under, from the seed its sample records: the seed a fresh
+ * instance created with `seed` gives its first step. Collection, the code simulator and its replays of a
+ * sample's prefix all derive it here, so they draw the same random numbers.
+ */
+export function instanceStepSeed(seed: string): string {
+  return `${seed}:1`;
+}
+
+/**
+ * The calls of a trajectory so far, for the samples of environments that cannot start from any state
+ * (their `prefix`); none for the others, which a before-state alone rebuilds.
+ */
+class PrefixRecorder {
+  private readonly calls: PrefixCall[] | undefined;
+
+  constructor(environment: Environment) {
+    this.calls = startsFromState(environment) ? undefined : [];
+  }
+
+  /** The prefix of the next sample (a copy: samples outlive the trajectory). */
+  current(): PrefixCall[] | undefined {
+    return this.calls ? [...this.calls] : undefined;
+  }
+
+  add(sample: EnvSimSample): void {
+    this.calls?.push({
+      name: sample.call.name,
+      arguments: sample.call.arguments,
+      ...(sample.seed !== undefined ? { seed: sample.seed } : {}),
+    });
+  }
 }
 
 /**
@@ -96,7 +132,7 @@ async function stepOnce(
 ): Promise<Transition> {
   if (!startsFromState(environment)) {
     if (isReplayingEnvironment(environment))
-      return (live as SeededInstance).step(call, { seed: `${seed}:1` });
+      return (live as SeededInstance).step(call, { seed: instanceStepSeed(seed) });
     return live.step(call);
   }
   const fresh = await environment.create({ state: await live.state(), seed });
@@ -223,6 +259,7 @@ export function planTrajectories(
         run: async function* () {
           const random = createRandom(`${options.seed}/explore/${index}`);
           const instance = await create(seed);
+          const prefix = new PrefixRecorder(environment);
           try {
             yield { kind: "start", state: await instance.state() };
             for (let step = 1; step <= options.steps; step++) {
@@ -237,7 +274,9 @@ export function planTrajectories(
                 undefined,
                 stepSeed,
                 reference,
+                prefix.current(),
               );
+              prefix.add(sample);
               yield { kind: "sample", sample };
             }
           } finally {
@@ -252,24 +291,25 @@ export function planTrajectories(
         seed,
         run: async function* () {
           const instance = await create(seed);
+          const prefix = new PrefixRecorder(environment);
           try {
             yield { kind: "start", state: await instance.state() };
             for (const [at, call] of calls.entries()) {
               const step = at + 1;
               const stepSeed = `${seed}/${step}`;
               const transition = await stepOnce(environment, instance, call, stepSeed);
-              yield {
-                kind: "sample",
-                sample: toSample(
-                  environment,
-                  `replay-${index}`,
-                  step,
-                  transition,
-                  undefined,
-                  stepSeed,
-                  reference,
-                ),
-              };
+              const sample = toSample(
+                environment,
+                `replay-${index}`,
+                step,
+                transition,
+                undefined,
+                stepSeed,
+                reference,
+                prefix.current(),
+              );
+              prefix.add(sample);
+              yield { kind: "sample", sample };
             }
           } finally {
             await instance.close();
@@ -305,6 +345,7 @@ async function* agentTrajectory(
   }));
   const taskId = `agent-${index}`;
   const instance = await create();
+  const prefix = new PrefixRecorder(environment);
   const messages: Message[] = [
     {
       role: "system",
@@ -343,10 +384,18 @@ async function* agentTrajectory(
           { name: call.name, arguments: call.arguments },
           stepSeed,
         );
-        yield {
-          kind: "sample",
-          sample: toSample(environment, taskId, step, transition, task, stepSeed, options.reference),
-        };
+        const sample = toSample(
+          environment,
+          taskId,
+          step,
+          transition,
+          task,
+          stepSeed,
+          options.reference,
+          prefix.current(),
+        );
+        prefix.add(sample);
+        yield { kind: "sample", sample };
         messages.push({
           role: "tool",
           toolCallId: call.id,

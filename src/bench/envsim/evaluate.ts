@@ -11,6 +11,7 @@ import type { Models } from "../../models/hub.js";
 import { LlmSimulator } from "../../sim/simulators/llm.js";
 import { SchemaSimulator } from "../../sim/simulators/schema.js";
 import type { Simulator } from "../../sim/types.js";
+import { CodePredictor } from "./code-replay.js";
 import {
   historySystemPrompt,
   historyUserPrompt,
@@ -386,6 +387,7 @@ export class SamplePredictor {
       models: options.models,
       episodes: options.episodes,
       environments: new EnvironmentCache(),
+      code: new CodePredictor(),
     };
   }
 
@@ -404,8 +406,9 @@ export class SamplePredictor {
     }
   }
 
-  close(): Promise<void> {
-    return this.run.environments.close();
+  async close(): Promise<void> {
+    await this.run.code.close();
+    await this.run.environments.close();
   }
 }
 
@@ -414,6 +417,8 @@ interface RunContext {
   models: Models;
   episodes: EpisodeIndex | undefined;
   environments: EnvironmentCache;
+  /** The code simulator's instances, kept by the trajectory prefix they stand at. */
+  code: CodePredictor;
 }
 
 /** Environments of one run, loaded once per reference; ones that cannot be loaded are remembered as such. */
@@ -499,28 +504,8 @@ export function describedInSource(code: string, name: string): string | undefine
 async function predict(sample: EnvSimSample, run: RunContext): Promise<EnvSimPrediction> {
   const { simulator } = run;
   if (simulator.kind === "code") {
-    // The environment itself, rebuilt from the sample's before-state with the seed it ran under.
-    const environment = await sampleEnvironment(sample, run.environments);
-    const instance = await environment.create({
-      state: sample.before,
-      ...(sample.seed !== undefined ? { seed: sample.seed } : {}),
-    });
-    try {
-      const transition = await instance.step(sample.call);
-      const observation =
-        transition.observationText ??
-        (typeof transition.observation === "string"
-          ? transition.observation
-          : JSON.stringify(transition.observation));
-      const changes = transition.envChanges.map(({ path, type, after }) => ({
-        path,
-        type,
-        ...(type === "removed" ? {} : { after }),
-      }));
-      return { sampleId: sample.id, observation, changes };
-    } finally {
-      await instance.close();
-    }
+    // The environment itself, at the sample's before-state (see CodePredictor), with the seed it ran under.
+    return run.code.predict(sample, await sampleEnvironment(sample, run.environments));
   }
   const environment = await run.environments.tryGet(environmentKey(sample));
   const tool = await toolInfoFor(sample, environment);

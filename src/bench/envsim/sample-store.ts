@@ -4,15 +4,17 @@ import {
   existsSync,
   openSync,
   readSync,
+  renameSync,
+  rmSync,
   statSync,
   truncateSync,
   writeSync,
 } from "node:fs";
-import { hashJson } from "../../core/canonical-json.js";
+import { hashJson, jsonEqual } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { toImmutableJson } from "../../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../../core/json-diff.js";
-import { ENVSIM_SCHEMA_VERSION, type EnvSimSample } from "./types.js";
+import { ENVSIM_SCHEMA_VERSION, type EnvSimSample, type PrefixCall } from "./types.js";
 
 /**
  * EnvSimBench sample files, schemaVersion 2: states stored once and referred to.
@@ -32,7 +34,10 @@ import { ENVSIM_SCHEMA_VERSION, type EnvSimSample } from "./types.js";
  *   any action (EnvSimBench's step 0, which has no action and gives no sample).
  * - `sample`: the v1 sample's own fields (call, observation, changes, Δ, success, seed, …) with `before`
  *   and `after` as state ids, `trajectory` for what it shares with its episode, and `observationText`
- *   only when it is not the observation's JSON text.
+ *   only when it is not the observation's JSON text. A Python environment's sample gets its `prefix` (the
+ *   trajectory's earlier calls) from the sample records before it when they are steps 1, 2, … in order,
+ *   as a collection writes them; `prefix` is written in the record only when it is not that (a benchmark's
+ *   samples, which are a few steps of each episode).
  * - `error`: `{kind, trajectory, step, error}`: a step that could not be made (the agent model failed).
  * - `end`: `{kind, trajectory, samples, release?}`: the trajectory is complete; the states in `release`
  *   are not referred to again, so readers drop them (memory stays bounded however long the file is).
@@ -114,6 +119,8 @@ export interface SampleRecord {
   success: boolean;
   argCount: number;
   seed?: string;
+  /** Written only when the sample records before it do not give it (see `PrefixTracker`). */
+  prefix?: PrefixCall[];
 }
 
 export interface ErrorRecord {
@@ -146,6 +153,40 @@ export type SampleFileRecord =
  */
 export function environmentOf(sample: Pick<EnvSimSample, "envId" | "environment">): string {
   return sample.environment ?? sample.envId;
+}
+
+/**
+ * The prefix a trajectory's samples imply (Python environments only): the calls of steps 1..k-1 for the
+ * sample of step k, while the samples come in step order from step 1. Reader and writer both follow it,
+ * so a collection's file stores no prefix at all and a benchmark's samples store theirs.
+ */
+class PrefixTracker {
+  /** The calls up to the latest sample; undefined once the order is broken (then nothing is implied). */
+  private calls: PrefixCall[] | undefined = [];
+  private next = 1;
+
+  /** The prefix implied for a sample of this step, if any (never changed afterwards: `advance` copies). */
+  implied(step: number): PrefixCall[] | undefined {
+    return this.calls && step === this.next ? this.calls : undefined;
+  }
+
+  /** Moves past a sample, given the prefix it has (stated or implied). */
+  advance(step: number, prefix: PrefixCall[] | undefined, call: EnvSimSample["call"], seed?: string): void {
+    if (!prefix) {
+      this.calls = undefined;
+      return;
+    }
+    this.calls = [
+      ...prefix,
+      { name: call.name, arguments: call.arguments, ...(seed !== undefined ? { seed } : {}) },
+    ];
+    this.next = step + 1;
+  }
+}
+
+/** Whether a trajectory's samples carry prefixes: only environments that cannot start from any state. */
+function tracksPrefix(envKind: string): boolean {
+  return envKind === "python";
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -261,6 +302,7 @@ export class SampleDecoder {
   private readonly environments = new Map<string, EnvironmentRecord>();
   private readonly trajectories = new Map<string, TrajectoryRecord>();
   private readonly states = new Map<string, unknown>();
+  private readonly prefixes = new Map<string, PrefixTracker>();
 
   constructor(private readonly file?: string) {}
 
@@ -315,6 +357,8 @@ export class SampleDecoder {
           );
         this.state(trajectory.state, line);
         this.trajectories.set(trajectory.id, trajectory);
+        if (tracksPrefix((this.environments.get(trajectory.environment) as EnvironmentRecord).envKind))
+          this.prefixes.set(trajectory.id, new PrefixTracker());
         return undefined;
       }
       case "sample":
@@ -332,6 +376,7 @@ export class SampleDecoder {
       case "end": {
         const end = record as EndRecord;
         this.trajectories.delete(end.trajectory);
+        this.prefixes.delete(end.trajectory);
         for (const id of end.release ?? []) this.states.delete(id);
         return undefined;
       }
@@ -349,6 +394,9 @@ export class SampleDecoder {
   private sample(record: SampleRecord, line?: number): EnvSimSample {
     const trajectory = this.trajectory(record.trajectory, line);
     const environment = this.environments.get(trajectory.environment) as EnvironmentRecord;
+    const tracker = this.prefixes.get(record.trajectory);
+    const prefix = record.prefix ?? tracker?.implied(record.step);
+    tracker?.advance(record.step, prefix, record.call, record.seed);
     return {
       schemaVersion: ENVSIM_SCHEMA_VERSION,
       id: record.id,
@@ -369,6 +417,7 @@ export class SampleDecoder {
       envKind: environment.envKind,
       environment: environment.reference,
       ...(record.seed !== undefined ? { seed: record.seed } : {}),
+      ...(prefix ? { prefix } : {}),
     };
   }
 
@@ -479,6 +528,8 @@ export interface TrajectoryHandle {
   current: Written;
   /** @internal states written for this trajectory alone (released at its end) */
   created: Written[];
+  /** @internal the prefixes a reader will imply (Python environments) */
+  prefixes?: PrefixTracker;
 }
 
 export interface SampleWriterOptions {
@@ -496,6 +547,11 @@ export interface ResumeInfo {
   samples: number;
   /** Bytes cut from the end (an unfinished trajectory, a line cut short). */
   truncatedBytes: number;
+  /**
+   * Trajectories that had ended with an error (the agent model failed): taken out of the file, with their
+   * samples, to be collected again.
+   */
+  retried: number;
 }
 
 export function trajectoryKey(reference: string, taskId: string): string {
@@ -555,8 +611,9 @@ export class SampleWriter {
 
   /**
    * Continues a collection's file: what follows its last finished trajectory (an unfinished one, a line
-   * cut short by a crash) is cut off, and new records are appended. A missing or empty file is created.
-   * The file must have been written by a collection with the same settings.
+   * cut short by a crash) is cut off, trajectories that ended with an error are taken out (the file is
+   * rewritten without them) so that they are collected again, and new records are appended. A missing or
+   * empty file is created. The file must have been written by a collection with the same settings.
    */
   static resume(
     file: string,
@@ -565,11 +622,12 @@ export class SampleWriter {
     if (!existsSync(file) || statSync(file).size === 0)
       return {
         writer: SampleWriter.create(file, options),
-        resumed: { finished: new Set(), samples: 0, truncatedBytes: 0 },
+        resumed: { finished: new Set(), samples: 0, truncatedBytes: 0, retried: 0 },
       };
     const scan = scanForResume(file, options.collection);
     const size = statSync(file).size;
     if (scan.cut < size) truncateSync(file, scan.cut);
+    if (scan.errored.size > 0) dropTrajectories(file, scan.errored, scan.erroredStates);
     const writer = new SampleWriter(openFile(file, "a"), file, options);
     writer.nextState = scan.nextState;
     writer.nextTrajectory = scan.nextTrajectory;
@@ -583,7 +641,12 @@ export class SampleWriter {
     }
     return {
       writer,
-      resumed: { finished: scan.finished, samples: scan.samples, truncatedBytes: size - scan.cut },
+      resumed: {
+        finished: scan.finished,
+        samples: scan.samples,
+        truncatedBytes: size - scan.cut,
+        retried: scan.errored.size,
+      },
     };
   }
 
@@ -625,6 +688,7 @@ export class SampleWriter {
       samples: 0,
       current: start,
       created: [],
+      ...(tracksPrefix(environment.envKind) ? { prefixes: new PrefixTracker() } : {}),
     };
     const record: TrajectoryRecord = {
       kind: "trajectory",
@@ -646,6 +710,11 @@ export class SampleWriter {
     const after = this.stateAfter(handle, sample.after);
     handle.current = after;
     const observationText = JSON.stringify(sample.observation);
+    // The prefix is stored only where a reader would not imply the same one from the samples before.
+    const implied = handle.prefixes?.implied(sample.step);
+    const prefix = handle.prefixes ? sample.prefix : undefined;
+    const stated = prefix !== undefined && !(implied && jsonEqual(implied, prefix));
+    handle.prefixes?.advance(sample.step, stated ? prefix : implied, sample.call, sample.seed);
     const record: SampleRecord = {
       kind: "sample",
       trajectory: handle.id,
@@ -661,6 +730,7 @@ export class SampleWriter {
       success: sample.success,
       argCount: sample.argCount,
       ...(sample.seed !== undefined ? { seed: sample.seed } : {}),
+      ...(stated ? { prefix } : {}),
     };
     this.emit(record);
     handle.samples++;
@@ -811,6 +881,10 @@ interface ResumeScan {
   environments: EnvironmentRecord[];
   /** Start states of finished trajectories (never released), by content hash, rebuilt as a reader does. */
   shared: Map<string, { id: string; object: unknown; environment: string }>;
+  /** Finished trajectories that recorded an error, to be taken out and collected again. */
+  errored: Set<string>;
+  /** The states those trajectories alone used (their `end` record releases them). */
+  erroredStates: Set<string>;
 }
 
 /** Reads a file to continue: what its finished trajectories hold, and where the unfinished part begins. */
@@ -825,7 +899,10 @@ function scanForResume(file: string, collection: CollectionSettings): ResumeScan
     nextEnvironment: 1,
     environments: [],
     shared: new Map(),
+    errored: new Set(),
+    erroredStates: new Set(),
   };
+  const failed = new Set<string>();
   const refuse = (message: string) =>
     new TerrariumError("INVALID_INPUT", `cannot resume: ${message}`, { where: { file } });
   const number = (id: string) => Number(id.slice(1)) || 0;
@@ -882,14 +959,23 @@ function scanForResume(file: string, collection: CollectionSettings): ResumeScan
           });
         }
         break;
+      case "error":
+        failed.add(record.trajectory);
+        break;
       case "end": {
         const trajectory = trajectories.get(record.trajectory);
         if (!trajectory) break;
+        // Its start state stays in the file either way (later trajectories may start there too).
+        (starts.get(trajectory.state) as { finished: boolean }).finished = true;
+        scan.cut = line.end;
+        if (failed.has(record.trajectory)) {
+          scan.errored.add(record.trajectory);
+          for (const id of record.release ?? []) scan.erroredStates.add(id);
+          break;
+        }
         const environment = environments.get(trajectory.environment) as EnvironmentRecord;
         scan.finished.add(trajectoryKey(environment.reference, trajectory.taskId));
         scan.samples += record.samples;
-        (starts.get(trajectory.state) as { finished: boolean }).finished = true;
-        scan.cut = line.end;
         break;
       }
       default:
@@ -904,6 +990,54 @@ function scanForResume(file: string, collection: CollectionSettings): ResumeScan
     if (start.finished && !scan.shared.has(start.hash))
       scan.shared.set(start.hash, { id, object: start.object, environment: start.environment });
   return scan;
+}
+
+/** The record kind and id (or trajectory) a writer's line starts with: `{"kind":…,"id"|"trajectory":…`. */
+const RECORD_HEAD = /^\{"kind":"(\w+)","(?:id|trajectory)":"((?:[^"\\]|\\.)*)"/;
+
+/**
+ * Rewrites a sample file without some trajectories: their trajectory, sample, error and end records and
+ * the states they alone used (start states stay: other trajectories may refer to them). The new file
+ * replaces the old one only once it is complete, so a crash here leaves the old file as it was.
+ */
+function dropTrajectories(file: string, trajectories: Set<string>, states: Set<string>): void {
+  const temporary = `${file}.resume-${process.pid}`;
+  const fd = openFile(temporary, "w");
+  let complete = false;
+  try {
+    const pending: string[] = [];
+    let size = 0;
+    for (const line of linesSync(file)) {
+      let kind: string | undefined;
+      let id: string | undefined;
+      const head = RECORD_HEAD.exec(line.text);
+      if (head) [, kind, id] = head;
+      else if (line.text.trim() !== "") {
+        const record = parseLine(line, file) as { kind?: unknown; id?: unknown; trajectory?: unknown };
+        kind = typeof record.kind === "string" ? record.kind : undefined;
+        id = String(kind === "state" || kind === "trajectory" ? record.id : record.trajectory);
+      }
+      const dropped =
+        kind === "state"
+          ? states.has(id as string)
+          : (kind === "trajectory" || kind === "sample" || kind === "error" || kind === "end") &&
+            trajectories.has(id as string);
+      if (dropped) continue;
+      pending.push(`${line.text}\n`);
+      size += line.text.length;
+      if (size >= CHUNK) {
+        writeSync(fd, pending.join(""));
+        pending.length = 0;
+        size = 0;
+      }
+    }
+    if (pending.length > 0) writeSync(fd, pending.join(""));
+    complete = true;
+  } finally {
+    closeSync(fd);
+    if (!complete) rmSync(temporary, { force: true });
+  }
+  renameSync(temporary, file);
 }
 
 /**

@@ -58,6 +58,21 @@ export interface EnvSimSample {
    * `code` simulator does, for samples explored, replayed or made by an agent, in every kind of environment.
    */
   seed?: string;
+  /**
+   * Python environments: the earlier calls of the sample's trajectory, oldest first, each with its step's
+   * seed (the `seed` of the sample it made). Replayed on a fresh instance they reach `before` together
+   * with what the state does not show (a Python object's private attributes, such as a file system's
+   * current directory), which is how the `code` simulator rebuilds the instance. Absent in samples
+   * collected before terrarium kept it and in samples of environments that start from any state.
+   */
+  prefix?: PrefixCall[];
+}
+
+/** One earlier call of a sample's trajectory (see `EnvSimSample.prefix`). */
+export interface PrefixCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  seed?: string;
 }
 
 /** What a simulator predicted for one sample. */
