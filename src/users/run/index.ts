@@ -45,10 +45,4 @@ export {
   transcriptPath,
   USERS_RUN_SCHEMA_VERSION,
 } from "./transcript.js";
-export {
-  type RunErrorGroup,
-  type RunErrorKind,
-  runErrors,
-  type UsersRunVerdict,
-  usersRunVerdict,
-} from "./verdict.js";
+export { type UsersRunVerdict, usersRunVerdict } from "./verdict.js";

@@ -1,38 +1,13 @@
-import type { UsersSummary } from "./summary.js";
+import { type ErrorKindCount, errorsOfRun, type UsersSummary } from "./summary.js";
 import type { StoredRun } from "./transcript.js";
-
-/** The kinds of error a run can end with, as the exit lines name them. */
-export type RunErrorKind = "agent_error" | "user_error" | "judge_error";
-
-export interface RunErrorGroup {
-  kind: RunErrorKind;
-  count: number;
-  firstMessage: string;
-  firstRunId: string;
-}
 
 /** What a users run tells CI: its exit code, and one line per reason it is not 0. */
 export interface UsersRunVerdict {
   exitCode: 0 | 1;
   /** Runs that ended in an error or whose judging failed. */
   erroredRuns: number;
-  errors: RunErrorGroup[];
+  errors: ErrorKindCount[];
   lines: string[];
-}
-
-/** The errors of each run, in the order they happened (the run's own, then its judges'). */
-export function runErrors(run: StoredRun, judged: boolean): Array<{ kind: RunErrorKind; message: string }> {
-  const errors: Array<{ kind: RunErrorKind; message: string }> = [];
-  const reason = run.end?.endReason;
-  if (reason === "agent_error" || reason === "user_error")
-    errors.push({ kind: reason, message: run.end?.error ?? reason });
-  if (judged && run.turns.length > 0) {
-    const judgeErrors = Object.entries(run.judgement?.errors ?? {});
-    if (!run.judgement) errors.push({ kind: "judge_error", message: "the run was not judged" });
-    for (const [judge, message] of judgeErrors)
-      errors.push({ kind: "judge_error", message: `${judge}: ${message}` });
-  }
-  return errors;
 }
 
 /**
@@ -44,19 +19,8 @@ export function usersRunVerdict(
   runs: readonly StoredRun[],
   options: { maxErrors: number },
 ): UsersRunVerdict {
-  const judged = summary.settings.judges;
-  const groups = new Map<RunErrorKind, RunErrorGroup>();
-  let erroredRuns = 0;
-  for (const run of runs) {
-    const errors = runErrors(run, judged);
-    if (errors.length > 0) erroredRuns++;
-    for (const { kind, message } of errors) {
-      const group = groups.get(kind);
-      if (group) group.count++;
-      else groups.set(kind, { kind, count: 1, firstMessage: message, firstRunId: run.runId });
-    }
-  }
-  const errors = [...groups.values()];
+  const erroredRuns = runs.filter((run) => errorsOfRun(run, summary.settings.judges).length > 0).length;
+  const errors = summary.runs.errorKinds;
   const lines: string[] = [];
   const tooManyErrors = erroredRuns > options.maxErrors;
   if (erroredRuns > 0) {
