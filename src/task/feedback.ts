@@ -90,12 +90,13 @@ export async function judgeAttempt(
     previousTurns?: Array<{ task: string; agentMessage: string }>;
     catalog?: Catalog;
   },
-  options: { role?: string; scope?: string } = {},
+  options: { role?: string; scope?: string; seed?: number } = {},
 ): Promise<Judgement> {
   const result = await models.generateObject<{ items: JudgedItem[] }>({
     role: options.role ?? "judge",
     temperature: 0,
     ...(options.scope ? { scope: options.scope } : {}),
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
     schemaName: "judgement",
     schema: {
       type: "object",

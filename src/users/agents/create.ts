@@ -43,7 +43,6 @@ export async function createAgentTarget(
       return new PlannerTarget(spec, parsed.model, {
         engine,
         models: options.models,
-        ...(options.seed !== undefined ? { seed: options.seed } : {}),
         maxToolSteps,
         timeoutMs,
       });

@@ -8,6 +8,7 @@ import {
   agentError,
   capText,
   httpJson,
+  numericSeed,
   recordsFromHistory,
   runSessionId,
   snippet,
@@ -67,7 +68,12 @@ export class OpenAiCompatibleTarget implements AgentTarget {
   async open(context: AgentSessionContext): Promise<AgentSession> {
     const engine = this.options.engine;
     const sessionId = engine
-      ? (await engine.createSession({ metadata: { runId: context.runId, scenario: context.scenario.id } })).id
+      ? (
+          await engine.createSession({
+            seed: context.seed,
+            metadata: { runId: context.runId, scenario: context.scenario.id },
+          })
+        ).id
       : runSessionId(context.runId);
     return new OpenAiCompatibleSession(sessionId, this.options, this.wireTools, this.naming, context);
   }
@@ -143,6 +149,8 @@ class OpenAiCompatibleSession implements AgentSession {
           model: this.options.model,
           messages: this.messages,
           ...(this.tools.length > 0 ? { tools: this.tools } : {}),
+          // The run's seed, as the planner agent gets it (endpoints that do not sample by seed ignore it).
+          seed: numericSeed(this.context.seed),
         }),
       },
       {

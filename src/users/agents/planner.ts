@@ -18,7 +18,6 @@ export const PLANNER_AGENT_PROMPT = [
 export interface EngineToolsOptions {
   engine: Engine;
   models: Models;
-  seed?: string;
   maxToolSteps: number;
   timeoutMs: number;
 }
@@ -64,7 +63,9 @@ export class PlannerTarget implements AgentTarget {
   }
 
   async open(context: AgentSessionContext): Promise<AgentSession> {
+    // The run's seed seeds its session too, so its tools repeat whatever order runs start in.
     const record = await this.options.engine.createSession({
+      seed: context.seed,
       metadata: { runId: context.runId, scenario: context.scenario.id },
     });
     return new PlannerSession(record.id, this.model, this.toolSpecs, this.options, context);
@@ -103,7 +104,8 @@ class PlannerSession implements AgentSession {
           messages: this.messages,
           tools: this.tools,
           temperature: 0,
-          ...(this.options.seed !== undefined ? { seed: numericSeed(this.options.seed) } : {}),
+          // Each run's own seed: runs of one scenario are samples, not copies of one answer.
+          seed: numericSeed(this.context.seed),
           scope: this.sessionId,
           timeoutMs: this.options.timeoutMs,
         });

@@ -4,7 +4,8 @@
  * goal and the expected behaviour; the judge marks each item from the agent's tool calls, the conversation
  * and the final state. The task the judge sees is the user's goal.
  *
- * `task/feedback.ts` takes no seed, so the goal judge runs at temperature 0 without one.
+ * The judge's call carries the run's seed. The checklist writer's does not: one checklist is written per
+ * scenario and shared by all its runs, so that they are judged against the same items.
  */
 import type { Models } from "../../models/hub.js";
 import {
@@ -31,6 +32,8 @@ export interface GoalJudgeOptions {
   /** Role of the judge (default "judge"). */
   judgeRole?: string;
   scope?: string;
+  /** The judge call's seed (the run's). */
+  seed?: number;
   /**
    * A writer to reuse: share one across the runs of an evaluation so that every run of a scenario is
    * judged against the same generated checklist (the writer caches by task).
@@ -91,7 +94,11 @@ export async function judgeGoal(
         ? `[the agent's first ${omittedCalls} tool calls are not shown]\n${transcriptText(input.turns)}`
         : transcriptText(input.turns),
     },
-    { role: options.judgeRole ?? "judge", ...(options.scope ? { scope: options.scope } : {}) },
+    {
+      role: options.judgeRole ?? "judge",
+      ...(options.scope ? { scope: options.scope } : {}),
+      ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    },
   );
   return {
     success: judgement.success,

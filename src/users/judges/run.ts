@@ -61,7 +61,7 @@ export async function judgeRun(
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
   };
-  const { seed: _seed, concurrency: _concurrency, ...goalShared } = shared;
+  const { concurrency: _concurrency, ...goalShared } = shared;
   const conversation = { scenario: input.scenario, turns: input.turns };
   const [realism, failures, goal] = await Promise.allSettled([
     judgeRealism(models, conversation, { ...shared, ...options.realism }),

@@ -7,7 +7,7 @@ import type { RunJudgement } from "./transcript.js";
 
 /**
  * The model judges of a users run: realism, failure scores and goal success per run (each its own
- * `forRun` ledger view, seeded from the run), and one consolidation of every flagged turn at the end.
+ * `forRun` ledger view, every call seeded from the run's seed), and one consolidation of every flagged turn at the end.
  */
 export function modelJudges(models: Models, options: { concurrency?: number } = {}): UsersJudges {
   // One writer for the whole evaluation: runs of a scenario without a checklist are judged on the same one.
@@ -16,7 +16,7 @@ export function modelJudges(models: Models, options: { concurrency?: number } = 
     async judgeRun(input): Promise<RunJudgement> {
       const verdict = await judgeRun(models.forRun(), input, {
         scope: `${input.runId}#judges`,
-        seed: seedNumber(input.runId),
+        seed: seedNumber(input.seed),
         goal: { checklistWriter },
         ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
       });

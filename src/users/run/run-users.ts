@@ -64,6 +64,8 @@ export interface FlaggedTurn {
 export interface UsersJudges {
   judgeRun(input: {
     runId: string;
+    /** The run's seed (`<seed>/<scenario>/<k>`): every judge call of the run is seeded from it. */
+    seed: string;
     scenario: Scenario;
     turns: TurnRecord[];
     agentToolCalls: AgentToolCallRecord[];
@@ -467,6 +469,7 @@ export async function playRunLines(
   if (player.judges && result.turns.length > 0) {
     const judgement = await player.judges.judgeRun({
       runId,
+      seed: runSeed,
       scenario,
       turns: result.turns,
       agentToolCalls,
