@@ -244,6 +244,98 @@ describe("envsim collect --source agent", () => {
     expect(await codeScore(out, join(folder, "code"))).toEqual([5, 1, 1]);
   });
 
+  it("--resume collects again the trajectories that ended with an agent error, and only those", async () => {
+    const folder = dir();
+    const fine = [
+      // Trajectory 0: three calls fill its steps.
+      {
+        reply: {
+          toolCalls: [
+            { name: "get_account", arguments: { account_id: "ACC-1001" } },
+            { name: "transfer", arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 5 } },
+            { name: "open_account", arguments: { owner: "Ada", deposit: 10 } },
+          ],
+        },
+      },
+    ];
+    const second = {
+      reply: {
+        toolCalls: [
+          { name: "open_account", arguments: { owner: "Bo", deposit: 7 } },
+          { name: "list_accounts", arguments: { owner: "Bo" } },
+          { name: "get_account", arguments: { account_id: "ACC-1002" } },
+        ],
+      },
+    };
+    const args = (out: string, config: string) => [
+      "--config",
+      config,
+      "envsim",
+      "collect",
+      "bank",
+      "--source",
+      "agent",
+      "--model",
+      "scripted:explorer",
+      "--out",
+      out,
+      "--trajectories",
+      "2",
+      "--steps",
+      "3",
+    ];
+    // First run: trajectory 0 gets one call in, then the model fails; trajectory 1 is whole.
+    server = await startScriptedLlmServer([
+      { reply: { toolCalls: [{ name: "get_account", arguments: { account_id: "ACC-1001" } }] } },
+      { status: 400, error: { message: "the scripted model is down" } },
+      second,
+    ]);
+    const out = join(folder, "agent.jsonl");
+    const first = await cli(args(out, writeScriptedConfig(folder, server.baseURL)));
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toMatch(/4 samples written to .* \(1 failed agent calls recorded in the file\)/);
+    await server.close();
+
+    // Resumed: only trajectory 0 is run again (one model call), and the file loses its failed attempt.
+    server = await startScriptedLlmServer(fine);
+    const resumed = await cli([...args(out, writeScriptedConfig(folder, server.baseURL)), "--resume"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(server.requests).toHaveLength(1);
+    expect(server.remaining()).toBe(0);
+    expect(resumed.stderr).toMatch(
+      /3 samples written to .* \(1 trajectories already in the file skipped; 1 trajectories that had ended with an agent error collected again\)/,
+    );
+    const errors: unknown[] = [];
+    const samples: EnvSimSample[] = [];
+    for await (const sample of streamSamples(out, { onError: (error) => errors.push(error) }))
+      samples.push(sample);
+    expect(errors).toEqual([]);
+    expect(samples.map((s) => `${s.taskId}/${s.step}/${s.call.name}`)).toEqual([
+      "agent-1/1/open_account",
+      "agent-1/2/list_accounts",
+      "agent-1/3/get_account",
+      "agent-0/1/get_account",
+      "agent-0/2/transfer",
+      "agent-0/3/open_account",
+    ]);
+    expect(records(out).filter((r) => r.kind === "trajectory")).toHaveLength(2);
+
+    // The same samples as a run in which the model never failed.
+    await server.close();
+    server = await startScriptedLlmServer([...fine, second]);
+    const clean = join(folder, "clean.jsonl");
+    const uninterrupted = await cli(args(clean, writeScriptedConfig(folder, server.baseURL)));
+    expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
+    const byId = (list: EnvSimSample[]) =>
+      Object.fromEntries(list.map((s) => [s.id, JSON.parse(JSON.stringify(s)) as unknown]));
+    expect(byId(samples)).toEqual(byId(await readSamples(clean)));
+
+    // A second resume has nothing left to do.
+    const again = await cli([...args(out, writeScriptedConfig(folder, server.baseURL)), "--resume"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/0 samples written to .* \(2 trajectories already in the file skipped\)/);
+  });
+
   it("fails before any work when the model cannot be reached by configuration", async () => {
     const folder = dir();
     const out = join(folder, "agent.jsonl");

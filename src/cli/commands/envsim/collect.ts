@@ -61,7 +61,7 @@ export function registerCollectCommands(envsim: Command, io: CliIo): void {
     .option("--seed <seed>", "seed of exploration", "1")
     .option(
       "--resume",
-      "continue the collection in --out: finished trajectories are skipped, the rest appended",
+      "continue the collection in --out: finished trajectories are skipped; unfinished ones and ones that ended with an agent error are collected again",
     )
     .description(
       "collect transitions (call, observation, before, after, changes, Δ) from executable environments, " +
@@ -131,6 +131,9 @@ export function registerCollectCommands(envsim: Command, io: CliIo): void {
           summary.skipped > 0 ? `${summary.skipped} trajectories already in the file skipped` : "",
           summary.resumed?.truncatedBytes
             ? `an unfinished trajectory (${summary.resumed.truncatedBytes} bytes) collected again`
+            : "",
+          summary.resumed?.retried
+            ? `${summary.resumed.retried} trajectories that had ended with an agent error collected again`
             : "",
           summary.errors > 0 ? `${summary.errors} failed agent calls recorded in the file` : "",
         ].filter(Boolean);
