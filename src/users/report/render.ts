@@ -218,8 +218,9 @@ function coverageText(summary: UsersSummary): string {
   return `N = ${esc(fixed(coverage.toolCount, 0))} tools, from ${esc(source)}; ${plural(coverage.conversations, "conversation")}, ${plural(coverage.calls, "agent tool call")}, ${plural(coverage.transitions, "transition")}; TD over ${plural(coverage.tdGroups, "goal")} with two played conversations or more`;
 }
 
-/** Each kind of error with its count and first message, or "none". */
+/** Each kind of error with its count and first message, "none", or n/a for a summary without the list. */
 function errorKindsText(value: unknown): string {
+  if (!Array.isArray(value)) return "n/a";
   const kinds = arrayOf<Record<string, unknown>>(value);
   if (kinds.length === 0) return "none";
   return `<ul>${kinds
