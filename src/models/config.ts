@@ -113,3 +113,13 @@ export function loadConfig(
   if (!explicit && !existsSync(candidate)) return { config: parseConfig({}) };
   return { config: parseConfig(readDocument(candidate), candidate), file: candidate };
 }
+
+/**
+ * The configuration with a model given on the command line serving every role it leaves unset: that
+ * model becomes `roles.default` when the configuration has none (roles of its own, and a configured
+ * default, are kept). Without a model, the configuration as it is.
+ */
+export function withCommandLineModel(config: TerrariumConfig, model: string | undefined): TerrariumConfig {
+  if (!model || config.roles.default) return config;
+  return { ...config, roles: { ...config.roles, default: model } };
+}

@@ -50,6 +50,12 @@ export interface ModelsOptions {
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
   budgetUsd?: number;
+  /**
+   * The calling command's flags that name a model serving the roles the configuration leaves unset
+   * (e.g. `["--planner <provider:model>"]`), for the message of a role with no model. Without them the
+   * message names only the configuration, since a library caller has no flags.
+   */
+  modelFlags?: readonly string[];
 }
 
 /** Who is calling and how: a role (mapped to a model by config) or a model name, and sampling settings. */
@@ -135,9 +141,13 @@ export class Models {
   modelFor(role: string): string {
     const model = this.config.roles[role] ?? this.config.roles.default;
     if (!model) {
+      const flags = this.options.modelFlags ?? [];
       throw new TerrariumError(
         "MODEL_NO_ROLE",
-        `no model is configured for the "${role}" role: set roles.${role} or roles.default in terrarium.config.yaml (e.g. roles: { default: openai:gpt-4.1-mini }), or pass --model`,
+        `no model is configured for the "${role}" role: set roles.${role} or roles.default in terrarium.config.yaml (e.g. roles: { default: openai:gpt-4.1-mini })` +
+          (flags.length > 0
+            ? `, or pass ${flags.join(" or ")} (a model given on the command line serves every role the configuration leaves unset)`
+            : ""),
       );
     }
     return model;

@@ -16,6 +16,7 @@ export {
   type ProviderSettings,
   parseConfig,
   type TerrariumConfig,
+  withCommandLineModel,
 } from "./config.js";
 export {
   type CallOptions,

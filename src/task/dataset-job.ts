@@ -1,3 +1,4 @@
+import { errorKindOf } from "../core/error-tally.js";
 import type { Models } from "../models/hub.js";
 import type { JobKind } from "../queue/index.js";
 import { runTaskLine, type TaskLine } from "./run-task.js";
@@ -11,11 +12,17 @@ export interface DatasetTaskOptions {
   maxRetries: number;
   bootstrap: BootstrapMode;
   plannerModel?: string;
+  /**
+   * A model given on the submitter's command line for the roles its configuration leaves unset; a worker
+   * uses it as `roles.default` when its own configuration has none.
+   */
+  defaultModel?: string;
 }
 
 /**
  * What became of a task: solved or not; flagged when a simulated call of the chosen attempts failed (the
- * verdict is then unreliable); failed when the task could not be run.
+ * verdict is then unreliable); failed when the task could not be run. Flagged and failed tasks are the
+ * errored ones: their line has `error` and `errorKind`.
  */
 export type DatasetTaskOutcome = "solved" | "unsolved" | "flagged" | "failed";
 
@@ -49,7 +56,11 @@ export async function runDatasetTask(
       id: task.id,
       success: result.success,
       ...(simulatorErrors > 0
-        ? { error: `${simulatorErrors} simulated call(s) of the chosen attempts failed`, simulatorErrors }
+        ? {
+            error: `${simulatorErrors} simulated call(s) of the chosen attempts failed${firstSimulatorError(result)}`,
+            errorKind: "simulator_error",
+            simulatorErrors,
+          }
         : {}),
       bootstrap: result.bootstrap,
       calls: result.calls,
@@ -67,8 +78,28 @@ export async function runDatasetTask(
     };
     return { record, outcome: simulatorErrors > 0 ? "flagged" : result.success ? "solved" : "unsolved" };
   } catch (error) {
-    return { record: { schemaVersion: 1, id: task.id, error: (error as Error).message }, outcome: "failed" };
+    return {
+      record: {
+        schemaVersion: 1,
+        id: task.id,
+        error: (error as Error).message,
+        errorKind: errorKindOf(error, "task_error"),
+      },
+      outcome: "failed",
+    };
   }
+}
+
+/** The first failed simulated call of the chosen attempts, as ` (name: message)`. */
+function firstSimulatorError(result: Awaited<ReturnType<typeof runTaskLine>>): string {
+  for (const turn of result.turns) {
+    const failed = turn.attempts[turn.chosen]?.calls.find((c) => c.status === "error");
+    if (failed) {
+      const observation = failed.observation as { error?: unknown } | undefined;
+      return ` (${failed.name}: ${String(observation?.error ?? "no answer")})`;
+    }
+  }
+  return "";
 }
 
 /**
@@ -81,7 +112,12 @@ export function datasetTaskJob(
   return {
     kind: GATS_TASK_JOB,
     async open(options) {
-      const models = modelsFor({});
+      let models = modelsFor({});
+      // The submitter's command-line model serves the roles this worker's configuration leaves unset.
+      if (options.defaultModel && !models.config.roles.default) {
+        await models.close();
+        models = modelsFor({ default: options.defaultModel });
+      }
       return {
         process: async ({ payload }, item) => {
           const result = await runDatasetTask(payload, models.forRun(), options);

@@ -85,7 +85,7 @@ describe.skipIf(!REDIS_URL)("gats --dataset on a Redis queue", () => {
     const run = await cli([...args(queued), "--queue", queueUrl]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain("4 tasks to run on redis://127.0.0.1:6379");
-    expect(run.stderr).toMatch(/4\/4 solved \(max retries 0\); 0 tasks failed/);
+    expect(run.stderr).toMatch(/4\/4 solved \(over the 4 tasks with a verdict; max retries 0\); 0 errored/);
     expect(server.requests.length).toBe(2 * callsAlone);
     const strip = (records: Array<Record<string, unknown>>) =>
       records

@@ -108,7 +108,7 @@ describe("terrarium gats", () => {
     ]);
     expect(run.code).toBe(0);
     expect(run.stderr).toContain(
-      "2/2 solved (max retries 0); 0 tasks failed, 0 flagged for failed simulated calls (left out); 1 skipped as already done; price unknown",
+      "2/2 solved (over the 2 tasks with a verdict; max retries 0); 0 errored (left out); 1 skipped as already done; price unknown",
     );
     // Tasks run two at a time, so lines arrive in completion order.
     const records = jsonLines(readFileSync(out, "utf8")).sort((a, b) =>
@@ -155,9 +155,14 @@ describe("terrarium gats", () => {
       "0",
     ]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain("0 tasks failed, 1 flagged for failed simulated calls (left out)");
+    expect(run.stderr).toContain(
+      "0/0 solved (over the 0 tasks with a verdict; max retries 0); 1 errored (left out)",
+    );
+    expect(run.stderr).toMatch(
+      /\nsimulator_error: 1 \(first, t1: 1 simulated call\(s\) of the chosen attempts failed \(get_weather: .+\)\)\n1 of 1 tasks errored; --max-errors allows 0\n$/,
+    );
     const [record] = jsonLines(readFileSync(out, "utf8"));
-    expect(record).toMatchObject({ id: "t1", simulatorErrors: 1 });
+    expect(record).toMatchObject({ id: "t1", simulatorErrors: 1, errorKind: "simulator_error" });
   });
 
   it("refuses bad numbers and modes before any model call", async () => {

@@ -1,10 +1,11 @@
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { readDocument } from "../../catalog/read-document.js";
 import { hashJson } from "../../core/canonical-json.js";
+import { ErrorTally, errorVerdict } from "../../core/error-tally.js";
 import { TerrariumError } from "../../core/errors.js";
-import { loadConfig } from "../../models/config.js";
+import { loadConfig, withCommandLineModel } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { formatCost, type UsageTotals } from "../../models/usage.js";
 import { describeWaiting, openRedisQueue } from "../../queue/index.js";
@@ -35,7 +36,11 @@ interface GatsCliOptions {
   strict?: boolean;
   bootstrap: BootstrapMode;
   queue?: string;
+  maxErrors: number;
 }
+
+/** The flag of `gats` that names a model (for the message of a role with no model). */
+const MODEL_FLAGS = ["--planner <provider:model>"] as const;
 
 export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (code: number) => void): void {
   program
@@ -45,13 +50,22 @@ export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (c
     .option("--task <text>", "the task; repeat for the turns of a multi-turn task", collect)
     .option("--state <file>", "starting state (JSON or YAML)")
     .option("--strict", "fail when any operation of the tool files cannot be read")
-    .option("--planner <model>", "the planner's model (default: roles.planner or roles.default)")
+    .option(
+      "--planner <model>",
+      "the planner's model (default: roles.planner or roles.default); it also serves every role the configuration leaves unset",
+    )
     .option("--max-retries <n>", "retries after the first attempt", parseWholeNumber, 3)
     .option("--json", "print everything as JSON")
     .option("--dataset <file>", 'JSONL of tasks: {"id", "tools": [...], "turns": ["…"], "state"?}')
     .option("--out <file>", "results JSONL for --dataset")
     .option("--concurrency <n>", "tasks at once for --dataset", parsePositiveInteger, 2)
-    .option("--resume", "skip dataset tasks whose id is already in --out")
+    .option("--resume", "skip dataset tasks already in --out with a verdict (errored ones run again)")
+    .option(
+      "--max-errors <n>",
+      "with --dataset: errored tasks (a model call or simulated call that failed) allowed before the exit code is 1",
+      parseWholeNumber,
+      0,
+    )
     .option(
       "--queue <url>",
       "with --dataset: redis://host:port[/db][?queue=<name>&prefix=<prefix>] enqueues the tasks for `terrarium worker`s (local, the default, runs them here)",
@@ -67,7 +81,14 @@ export function registerGatsCommand(program: Command, io: CliIo, setExitCode: (c
     .addHelpText(
       "after",
       `
-Needs models for the planner, checklist and judge roles (terrarium.config.yaml, or --planner plus roles.default).
+Needs models for the planner, checklist and judge roles (roles.default covers them), and uses one for the
+simulator, validator and bootstrap roles when the configuration names one. A model given with --planner
+serves every role the configuration leaves unset, so --planner alone is enough without a configuration.
+
+With --dataset, a task errors when it could not run (a model call failed or timed out) or a simulated call
+of its chosen attempts failed; errored tasks are counted apart (left out of the solved rate), listed by
+kind with their first message, and make the exit code 1 unless --max-errors allows them. --json prints the
+run's summary (counts, errorKinds) as JSON.
 
 Examples:
   terrarium gats --tools bank --task "Move 100 from ACC-1001 to ACC-1002" --planner openai:gpt-4.1-mini
@@ -77,8 +98,16 @@ Examples:
     .action(async (options: GatsCliOptions, command: Command) => {
       const configPath = command.optsWithGlobals().config as string | undefined;
       const { config } = loadConfig(configPath ? { path: configPath } : {});
-      const models = new Models({ config });
+      const models = new Models({
+        config: withCommandLineModel(config, options.planner),
+        modelFlags: MODEL_FLAGS,
+      });
       try {
+        // Every role a task needs has a model before anything is spent (workers read their own configuration).
+        const onQueue = options.dataset && options.queue !== undefined && options.queue !== "local";
+        if (!onQueue)
+          for (const role of ["checklist", "judge", ...(options.planner ? [] : ["planner"])])
+            models.modelFor(role);
         if (options.dataset) await runDataset(options, models, io, setExitCode);
         else await runOne(options, models, io, setExitCode, configPath);
       } finally {
@@ -164,16 +193,12 @@ async function runDataset(
   if (!options.out) throw new TerrariumError("INVALID_INPUT", "--dataset needs --out <results.jsonl>");
   const lines = readDocument(options.dataset as string);
   const tasks = (Array.isArray(lines) ? lines : [lines]) as TaskLine[];
-  const done = new Set<string>();
-  if (options.resume && existsSync(options.out)) {
-    for (const line of readFileSync(options.out, "utf8").split("\n")) {
-      if (line.trim()) done.add(String((JSON.parse(line) as { id: unknown }).id));
-    }
-  }
+  // Resumed: tasks with a verdict are kept; errored ones are dropped from the file and run again.
+  const done = options.resume && existsSync(options.out) ? keepFinishedTasks(options.out) : new Set<string>();
   const pending = tasks.filter((task) => !done.has(String(task.id)));
   let solved = 0;
-  let failed = 0;
-  let flagged = 0;
+  let unsolved = 0;
+  const errors = new ErrorTally();
   const progress = new Progress(io.stderr, pending.length, "tasks");
   // On a queue the models run in the workers: the cost is what the tasks' lines report.
   const reported = { costUsd: 0, unpricedCalls: 0 };
@@ -182,11 +207,16 @@ async function runDataset(
     reported.costUsd += usage?.costUsd ?? 0;
     reported.unpricedCalls += usage?.unpricedCalls ?? 0;
     if (outcome === "solved") solved++;
-    else if (outcome === "flagged") flagged++;
-    else if (outcome === "failed") failed++;
+    else if (outcome === "unsolved") unsolved++;
+    else
+      errors.add(
+        String(record.id),
+        typeof record.errorKind === "string" ? record.errorKind : "task_error",
+        String(record.error ?? outcome),
+      );
     // One line per task as it finishes, so an interrupted run can resume.
     appendFileSync(options.out as string, `${JSON.stringify(record)}\n`);
-    progress.tick(`${solved} solved, ${failed + flagged} errors`);
+    progress.tick(`${solved} solved, ${errors.errored} errored`);
   };
   const taskOptions: DatasetTaskOptions = {
     maxRetries: options.maxRetries,
@@ -194,8 +224,14 @@ async function runDataset(
     ...(options.planner ? { plannerModel: options.planner } : {}),
   };
   const onQueue = options.queue !== undefined && options.queue !== "local";
-  if (onQueue) await runDatasetOnQueue(options, models, pending, taskOptions, finish, io);
-  else {
+  if (onQueue) {
+    // The planner's model serves the roles a worker's configuration leaves unset, as it does here.
+    const queued: DatasetTaskOptions = {
+      ...taskOptions,
+      ...(options.planner ? { defaultModel: options.planner } : {}),
+    };
+    await runDatasetOnQueue(options, models, pending, queued, finish, io);
+  } else {
     let next = 0;
     const worker = async () => {
       while (next < pending.length)
@@ -204,11 +240,70 @@ async function runDataset(
     await Promise.all(Array.from({ length: options.concurrency }, worker));
   }
   progress.done();
-  const scored = pending.length - failed - flagged;
+  const scored = solved + unsolved;
+  const verdict = errorVerdict(errors, {
+    total: pending.length,
+    maxErrors: options.maxErrors,
+    noun: "tasks",
+  });
+  const cost = onQueue ? reported : models.ledger.totals;
+  if (options.json) {
+    const summary = {
+      schemaVersion: 1,
+      kind: "terrarium.gats.dataset-summary",
+      tasks: pending.length,
+      skipped: done.size,
+      solved,
+      unsolved,
+      // Tasks with a verdict: the solved rate's denominator (errored tasks are left out of it).
+      scored,
+      successRate: scored > 0 ? solved / scored : null,
+      errored: errors.errored,
+      errorKinds: errors.kinds(),
+      maxErrors: options.maxErrors,
+      maxRetries: options.maxRetries,
+      costUsd: cost.costUsd,
+      unpricedCalls: cost.unpricedCalls,
+    };
+    io.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  }
   io.stderr.write(
-    `${solved}/${scored} solved (max retries ${options.maxRetries}); ${failed} tasks failed, ${flagged} flagged for failed simulated calls (left out); ${done.size} skipped as already done; ${formatCost(onQueue ? reported : models.ledger.totals)}\n`,
+    `${solved}/${scored} solved (over the ${scored} tasks with a verdict; max retries ${options.maxRetries}); ${errors.errored} errored (left out); ${done.size} skipped as already done; ${formatCost(cost)}\n`,
   );
-  if (failed + flagged > 0) setExitCode(1);
+  for (const line of verdict.lines) io.stderr.write(`${line}\n`);
+  if (verdict.failed) setExitCode(1);
+}
+
+/**
+ * For `--resume`: keeps the results file's tasks that have a verdict (the last line of each) and drops
+ * the errored ones, which run again; returns the ids kept.
+ */
+function keepFinishedTasks(file: string): Set<string> {
+  const kept = new Map<string, string>();
+  readFileSync(file, "utf8")
+    .split("\n")
+    .forEach((line, index) => {
+      if (!line.trim()) return;
+      let record: { id?: unknown; error?: unknown };
+      try {
+        record = JSON.parse(line) as { id?: unknown; error?: unknown };
+      } catch (error) {
+        throw new TerrariumError("PARSE_ERROR", `invalid JSON: ${(error as Error).message}`, {
+          where: { file, line: index + 1 },
+        });
+      }
+      if (record === null || typeof record !== "object" || record.id === undefined)
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          "not a gats results file (a line has no id): --resume continues what gats --dataset wrote in --out",
+          { where: { file, line: index + 1 } },
+        );
+      const id = String(record.id);
+      if (record.error !== undefined) kept.delete(id);
+      else kept.set(id, line);
+    });
+  writeFileSync(file, [...kept.values()].map((line) => `${line}\n`).join(""));
+  return new Set(kept.keys());
 }
 
 /**
@@ -249,7 +344,12 @@ async function runDatasetOnQueue(
             result.ok
               ? result.value
               : {
-                  record: { schemaVersion: 1, id: byId.get(result.id)?.id ?? result.id, error: result.error },
+                  record: {
+                    schemaVersion: 1,
+                    id: byId.get(result.id)?.id ?? result.id,
+                    error: result.error,
+                    errorKind: "worker_error",
+                  },
                   outcome: "failed",
                 },
           ),
