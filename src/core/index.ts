@@ -16,6 +16,7 @@ export {
   shallowCopy,
   toImmutableJson,
 } from "./immutable-json.js";
+export { interruptedError, interruptible } from "./interrupt.js";
 export {
   applyChanges,
   applyEnvSimChanges,

@@ -371,7 +371,7 @@ describe("the browser user", () => {
     });
     await expect(played).rejects.toMatchObject({
       code: "INTERRUPTED",
-      message: "the browser run was interrupted before it finished",
+      message: "interrupted before it finished",
     });
     // The model call in flight was abandoned: its action never reached the page, and no step followed.
     expect(requests).toBe(4);

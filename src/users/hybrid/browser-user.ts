@@ -1,3 +1,4 @@
+import { interruptedError, interruptible } from "../../core/interrupt.js";
 import type { CallResult, Models } from "../../models/hub.js";
 import type { Message, ToolSpec } from "../../models/types.js";
 import {
@@ -17,7 +18,6 @@ import {
   USER_TURN_PLAN_SCHEMA,
   type UserTurnPlan,
 } from "../turns/index.js";
-import { interruptedError, interruptible } from "./interrupt.js";
 import { API_ASK, browserSystemPrompt, PLAN_ASK, ROUTE_ASK, stepPrompt, UI_ASK } from "./prompts.js";
 import {
   ROUTE_SCHEMA,

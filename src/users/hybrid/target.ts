@@ -1,4 +1,5 @@
 import { TerrariumError } from "../../core/errors.js";
+import { interruptedError, interruptible } from "../../core/interrupt.js";
 import type { Models } from "../../models/hub.js";
 import { TerrariumServerClient } from "../agents/http.js";
 import { recordsFromHistory } from "../agents/shared.js";
@@ -7,7 +8,6 @@ import type { ChatLocator } from "../browser/types.js";
 import type { AgentToolCallRecord } from "../conversation.js";
 import { type ShopDemo, startShopDemo } from "../demo/index.js";
 import type { PageSession } from "./browser-user.js";
-import { interruptedError, interruptible } from "./interrupt.js";
 
 const OPENING_INTERRUPTED = "the run was interrupted while its page was opening";
 

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join, relative, resolve } from "node:path";
 import { hashJson } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
+import { interruptedError, interruptible } from "../../core/interrupt.js";
 import type { Models } from "../../models/hub.js";
 import type { JobQueue } from "../../queue/index.js";
 import { createAgentTarget } from "../agents/index.js";
@@ -199,7 +200,7 @@ export async function runUsers(options: UsersRunOptions): Promise<UsersRunResult
   };
   try {
     if (options.queue)
-      await untilAborted(
+      await interruptible(
         playOnQueue(options, options.queue, settings, pending, (run) => {
           finished.push(run);
           options.onRun?.({ run, done: ++done, total, kept: false });
@@ -260,7 +261,7 @@ async function playRun(
   const signal = options.signal;
   try {
     // On an interrupt the run is left where it is: nothing more is written, its `.partial` stays.
-    await untilAborted(
+    await interruptible(
       playRunLines(options, settings, toolFactory, scenario, index, (line) => {
         if (!signal?.aborted) writer.write(line);
       }),
@@ -273,33 +274,6 @@ async function playRun(
     throw error;
   }
   return readTranscript(file);
-}
-
-function interruptedError(): TerrariumError {
-  return new TerrariumError("INTERRUPTED", "interrupted before the run finished");
-}
-
-/** The work's own outcome, or INTERRUPTED as soon as the signal is aborted (the work is left running). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(interruptedError());
-  }
-  return new Promise<T>((resolvePromise, reject) => {
-    const onAbort = () => reject(interruptedError());
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolvePromise(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /**
@@ -342,6 +316,7 @@ async function playOnQueue(
     agent: on.agent,
     roles: on.roles,
     ...(options.userTemperature !== undefined ? { userTemperature: options.userTemperature } : {}),
+    ...(options.agentTimeoutMs !== undefined ? { agentTimeoutMs: options.agentTimeoutMs } : {}),
   };
   await on.queue.submit<UsersJobContext, UsersJobItem, UsersJobResult>(
     {
@@ -555,6 +530,7 @@ async function playInBrowser(
       target.openPage({
         runId: run.runId,
         ...(options.screenshots ? { screenshotsDir: join(options.outDir, "screenshots", run.runId) } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
       }),
       options.agentTimeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS,
       "the agent's page did not open",
@@ -586,6 +562,7 @@ async function playInBrowser(
         : undefined;
     return { result: played, finalState };
   } catch (error) {
+    if (error instanceof TerrariumError && error.code === "INTERRUPTED") throw error;
     return {
       result: {
         turns: [],

@@ -1,9 +1,7 @@
-import { TerrariumError } from "../../core/errors.js";
+import { TerrariumError } from "./errors.js";
 
-/** The error an interrupted browser run ends with: nothing of the run is a finished result. */
-export function interruptedError(
-  what = "the browser run was interrupted before it finished",
-): TerrariumError {
+/** The error interrupted work ends with (Ctrl-C, SIGTERM): nothing of it is a finished result. */
+export function interruptedError(what = "interrupted before it finished"): TerrariumError {
   return new TerrariumError("INTERRUPTED", what);
 }
 
