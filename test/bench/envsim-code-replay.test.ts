@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CodePredictor } from "../../src/bench/envsim/code-replay.js";
 import { exploreWithSchemas } from "../../src/bench/envsim/collect.js";
 import { evaluateSamples } from "../../src/bench/envsim/evaluate.js";
-import { readSamples } from "../../src/bench/envsim/sample-store.js";
+import { readSamples, writeSamples } from "../../src/bench/envsim/sample-store.js";
 import { scoreSample } from "../../src/bench/envsim/score.js";
 import type { EnvSimSample } from "../../src/bench/envsim/types.js";
 import { loadEnvironment } from "../../src/envs/load.js";
@@ -251,6 +251,11 @@ describe("the code simulator on Python environments that cannot start from a sta
     expect(benchSamples.every((s) => s.prefix?.length === s.step - 1)).toBe(true);
     const n = benchSamples.length;
     expect(await cliCodeScore(bench, join(folder, "eval-bench"))).toEqual([n, n, n, 0]);
+    // The same benchmark as a v2 sample file: the prefixes its episodes do not imply are stored.
+    const benchV2 = join(folder, "bench-v2.jsonl");
+    await writeSamples(benchV2, benchSamples);
+    expect((await readSamples(benchV2)).map((s) => s.prefix)).toEqual(benchSamples.map((s) => s.prefix));
+    expect(await cliCodeScore(benchV2, join(folder, "eval-bench-v2"))).toEqual([n, n, n, 0]);
   }, 240_000);
 
   it("replays each trajectory once when its samples are scored in order, not once per sample", async () => {

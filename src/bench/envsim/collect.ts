@@ -492,7 +492,7 @@ export interface CollectOptions {
   trajectories: number;
   steps: number;
   seed: string;
-  /** Continue the collection in `out`: finished trajectories are skipped, new ones appended. */
+  /** Continue the collection in `out`: finished trajectories are skipped; unfinished ones and ones that ended with an agent error are collected again. */
   resume?: boolean;
   /** A delta chain is cut by a full state after this many deltas (see `SampleWriter`). */
   fullStateEvery?: number;
