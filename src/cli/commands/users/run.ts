@@ -98,7 +98,7 @@ export function registerUsersRunCommand(
     )
     .option(
       "--agent-tools <source>",
-      "the agent's tools, simulated or run by terrarium: an environment (tau2-retail) or tool files (repeatable); for browser: agents, terrarium:<url> of the server behind the page",
+      "the agent's tools: an environment (tau2-retail) or tool files (repeatable), run or simulated by terrarium for planner: and openai-compatible: agents, declared only (TDE's N counts them) for module: and http: agents; for browser: agents, terrarium:<url> of the server behind the page",
       collect,
     )
     .option(
