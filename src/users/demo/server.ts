@@ -151,7 +151,6 @@ export async function startShopDemo(options: ShopDemoOptions = {}): Promise<Shop
           target: new PlannerTarget(`planner:${agentModel}`, agentModel, {
             engine,
             models,
-            ...(options.seed !== undefined ? { seed: options.seed } : {}),
             maxToolSteps: DEFAULT_MAX_TOOL_STEPS,
             timeoutMs: DEFAULT_TIMEOUT_MS,
           }),
