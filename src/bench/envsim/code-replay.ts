@@ -24,7 +24,8 @@ export class CodePredictor {
   private readonly idle = new Map<string, EnvironmentInstance>();
   /** Prefix keys an instance is being stepped to, settled when it is idle (or lost). */
   private readonly pending = new Map<string, Promise<void>>();
-  private readonly closing: Array<Promise<void>> = [];
+  /** Instances being closed (awaited by `close`). */
+  private readonly closing = new Set<Promise<void>>();
   private readonly maxIdle: number;
 
   /** @param options.maxIdle instances kept between samples (each Python one is a process, ~16 MB). */
@@ -56,7 +57,14 @@ export class CodePredictor {
     await Promise.all([...this.pending.values()]);
     const instances = [...this.idle.values()];
     this.idle.clear();
-    await Promise.all([...instances.map((instance) => instance.close()), ...this.closing]);
+    for (const instance of instances) this.retire(instance);
+    await Promise.all([...this.closing]);
+  }
+
+  private retire(instance: EnvironmentInstance): void {
+    const closed = instance.close().catch(() => undefined);
+    this.closing.add(closed);
+    void closed.then(() => this.closing.delete(closed));
   }
 
   private async fromState(sample: EnvSimSample, environment: Environment): Promise<EnvSimPrediction> {
@@ -108,7 +116,7 @@ export class CodePredictor {
         settle();
       }
     } finally {
-      if (instance) this.closing.push(instance.close().catch(() => undefined));
+      if (instance) this.retire(instance);
     }
   }
 
@@ -145,13 +153,11 @@ export class CodePredictor {
     const promise = new Promise<void>((resolve) => {
       settle = resolve;
     });
-    const previous = this.pending.get(key);
+    // Two samples reaching the same prefix (duplicates): the later one is waited for, the earlier one's
+    // entry is simply replaced; a settled entry never stays (a waiter would loop on it).
     this.pending.set(key, promise);
     return () => {
-      if (this.pending.get(key) === promise) {
-        if (previous) this.pending.set(key, previous);
-        else this.pending.delete(key);
-      }
+      if (this.pending.get(key) === promise) this.pending.delete(key);
       settle();
     };
   }
@@ -160,13 +166,13 @@ export class CodePredictor {
     const existing = this.idle.get(key);
     if (existing) {
       this.idle.delete(key);
-      this.closing.push(existing.close().catch(() => undefined));
+      this.retire(existing);
     }
     this.idle.set(key, instance);
     while (this.idle.size > this.maxIdle) {
       const [oldest, evicted] = this.idle.entries().next().value as [string, EnvironmentInstance];
       this.idle.delete(oldest);
-      this.closing.push(evicted.close().catch(() => undefined));
+      this.retire(evicted);
     }
   }
 }
