@@ -41,9 +41,9 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   registerEnvCommands(program, io);
   registerServeCommand(program, io);
   registerMcpCommand(program, io);
-  registerBenchCommands(program, io);
+  registerBenchCommands(program, io, setExitCode);
   registerGatsCommand(program, io, setExitCode);
-  registerEnvsimCommands(program, io);
+  registerEnvsimCommands(program, io, setExitCode);
   registerUsersCommands(program, io, setExitCode);
   registerWorkerCommand(program, io);
   const overrideAll = (command: Command): void => {

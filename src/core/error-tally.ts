@@ -9,6 +9,12 @@ export interface ErrorKindCount {
   firstMessage: string;
 }
 
+/** How many items errored, and each kind of error among them. */
+export interface ErrorCounts {
+  errored: number;
+  errorKinds: readonly ErrorKindCount[];
+}
+
 /**
  * The errors of a batch's items (benchmark items, dataset tasks, samples), by kind, so that a batch
  * command can say how many items errored and why, and fail unless that many were allowed.
@@ -42,6 +48,10 @@ export class ErrorTally {
       firstMessage,
     }));
   }
+
+  counts(): ErrorCounts {
+    return { errored: this.errored, errorKinds: this.kinds() };
+  }
 }
 
 /** A short, stable name for an error: a terrarium error's code in lower case (`model_timeout`), else `fallback`. */
@@ -61,15 +71,15 @@ export interface ErrorVerdict {
  * what `--max-errors` allows. No lines when nothing errored.
  */
 export function errorVerdict(
-  tally: ErrorTally,
+  errors: ErrorCounts,
   options: { total: number; maxErrors: number; noun: string },
 ): ErrorVerdict {
-  const errored = tally.errored;
+  const { errored } = errors;
   const failed = errored > options.maxErrors;
   if (errored === 0) return { failed, errored, lines: [] };
-  const lines = tally
-    .kinds()
-    .map((kind) => `${kind.kind}: ${kind.count} (first, ${kind.firstId}: ${oneLine(kind.firstMessage)})`);
+  const lines = errors.errorKinds.map(
+    (kind) => `${kind.kind}: ${kind.count} (first, ${kind.firstId}: ${oneLine(kind.firstMessage)})`,
+  );
   lines.push(
     `${errored} of ${options.total} ${options.noun} errored; --max-errors allows ${options.maxErrors}${failed ? "" : ", so this passes"}`,
   );

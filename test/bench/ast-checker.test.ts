@@ -141,7 +141,7 @@ describe("terrarium bench bfcl score", () => {
       "--json",
     ]);
     const score = JSON.parse(run.stdout);
-    expect(score.categories.simple).toEqual({ items: 400, correct: 3, accuracy: 3 / 400 });
+    expect(score.categories.simple).toEqual({ items: 400, correct: 3, errored: 0, accuracy: 3 / 400 });
     expect(score.items[0]).toEqual({
       id: "simple_0",
       category: "simple",
@@ -160,7 +160,7 @@ describe("terrarium bench bfcl score", () => {
       "--results",
       results,
     ]);
-    expect(table.stdout).toMatch(/│ simple\s+│ 400\s+│ 3\s+│ 0\.75%/);
+    expect(table.stdout).toMatch(/│ simple\s+│ 400\s+│ 3\s+│ 0\s+│ 0\.75%/);
     expect(table.stdout).toContain(
       "simple_0: simple_function_checker:wrong_count: expected exactly one call, got 0",
     );

@@ -473,8 +473,8 @@ describe("BFCL's multi-turn checker", () => {
     ]);
     const score = await scoreMultiTurn(items, results, host);
     expect(score.categories).toEqual({
-      multi_turn_base: { items: 2, correct: 0, accuracy: 0 },
-      multi_turn_long_context: { items: 1, correct: 1, accuracy: 1 },
+      multi_turn_base: { items: 2, correct: 0, errored: 0, accuracy: 0 },
+      multi_turn_long_context: { items: 1, correct: 1, errored: 0, accuracy: 1 },
     });
     expect(score.overall).toBe(0.5);
     expect(score.items.map((item) => [item.id, item.errorType, item.turn])).toEqual([

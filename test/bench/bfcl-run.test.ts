@@ -83,12 +83,12 @@ describe("terrarium bench bfcl", () => {
     ]);
     expect(run.code).toBe(0);
     const summary = JSON.parse(run.stdout);
-    expect(summary).toMatchObject({ schemaVersion: 1, items: 1, failedItems: 0 });
+    expect(summary).toMatchObject({ schemaVersion: 2, items: 1, failedItems: 0, errored: 0, errorKinds: [] });
     expect(
-      summary.budgets.map((b: { retries: number; overall: number; errors: number }) => [
+      summary.budgets.map((b: { retries: number; overall: number; errored: number }) => [
         b.retries,
         b.overall,
-        b.errors,
+        b.errored,
       ]),
     ).toEqual([
       [0, 0, 0],
@@ -110,7 +110,7 @@ describe("terrarium bench bfcl", () => {
     expect(tokens[3]).toBe(tokens[1]);
   }, 30_000);
 
-  it("a simulated call that fails is an error at that budget, never a wrong answer", async () => {
+  it("a simulated call that fails errors that budget: the checker's verdict on the calls made stands, the error is counted beside it and fails the run", async () => {
     server = await startScriptedLlmServer([], {
       respond: (body) => {
         const schema = body?.response_format?.json_schema?.name;
@@ -151,12 +151,15 @@ describe("terrarium bench bfcl", () => {
       "--max-retries",
       "1",
     ]);
-    expect(run.code).toBe(0);
-    // The planner's call was right, but its simulation failed: an error at both budgets, not 0%.
+    expect(run.code).toBe(1);
+    // The planner's call was right (what BFCL scores), but its simulation failed: 100%, with 1 errored.
     expect(run.stdout).toMatch(
-      /0 \(no GATS: planner \+ its tool calls\)\s+│\s+n\/a\s+│\s+n\/a\s+│\s+n\/a\s+│\s+1\s/,
+      /0 \(no GATS: planner \+ its tool calls\)\s+│\s+100\.0%\s+│\s+100\.0%\s+│\s+100\.0%\s+│\s+1\s/,
     );
     expect(run.stdout).toContain("price unknown");
-    expect(run.stdout).toContain("errors are left out of accuracy");
+    expect(run.stdout).toContain("1 items; accuracy over all 1, as BFCL computes it");
+    expect(run.stderr).toMatch(
+      /\nsimulator_error: 1 \(first, simple_0: budget 0: 1 simulated call\(s\) failed \(calculate_triangle_area: .*\)\)\n1 of 1 items errored; --max-errors allows 0\n$/,
+    );
   }, 30_000);
 });

@@ -146,19 +146,29 @@ export function jsonLines(
   return records;
 }
 
-export type CategoryTally = Record<string, { items: number; correct: number; accuracy: number }>;
+/** Per category: items, correct ones, errored ones (counted wrong, as BFCL counts them) and accuracy. */
+export type CategoryTally = Record<
+  string,
+  { items: number; correct: number; errored: number; accuracy: number }
+>;
 
-/** Items and correct ones per category, each category's accuracy, and their unweighted mean (BFCL's). */
-export function tallyCategories(scores: ReadonlyArray<{ category: string; valid: boolean }>): {
+/**
+ * Items, correct and errored ones per category, each category's accuracy over all its items, and their
+ * unweighted mean (BFCL's).
+ */
+export function tallyCategories(
+  scores: ReadonlyArray<{ category: string; valid: boolean; errored?: boolean }>,
+): {
   categories: CategoryTally;
   overall: number;
 } {
   const categories: CategoryTally = {};
   for (const score of scores) {
-    const entry = categories[score.category] ?? { items: 0, correct: 0, accuracy: 0 };
+    const entry = categories[score.category] ?? { items: 0, correct: 0, errored: 0, accuracy: 0 };
     categories[score.category] = entry;
     entry.items++;
     if (score.valid) entry.correct++;
+    if (score.errored) entry.errored++;
   }
   for (const entry of Object.values(categories))
     entry.accuracy = entry.items ? entry.correct / entry.items : 0;

@@ -194,13 +194,15 @@ export interface MultiTurnItemScore {
   valid: boolean;
   errorType?: string;
   error?: string;
+  /** The item errored (its result records a failed inference, or the checker failed on it): wrong, counted apart. */
+  errored?: true;
   turn?: number;
   details?: Record<string, unknown>;
 }
 
 export interface MultiTurnScore {
   schemaVersion: number;
-  categories: Record<string, { items: number; correct: number; accuracy: number }>;
+  categories: Record<string, { items: number; correct: number; errored: number; accuracy: number }>;
   /** Unweighted mean of the category accuracies, as BFCL averages categories. */
   overall: number;
   items: MultiTurnItemScore[];
@@ -220,12 +222,16 @@ export function collectMultiTurnResults(records: readonly unknown[]): Map<string
 
 /**
  * Scores results (by item id, each a list of turns) with `checkMultiTurn`. An item without a result fails
- * as an inference error. `backends` is a running host or the options to start one (closed at the end).
+ * as an inference error. An item whose result records an error (`errors`: the model call failed) and one
+ * the checker fails on (the backends could not build or run its ground truth) are errored: wrong, as in
+ * BFCL, and marked so they are counted apart. `backends` is a running host or the options to start one
+ * (closed at the end); a backends folder that cannot be read stops the scoring.
  */
 export async function scoreMultiTurn(
   items: readonly BfclMultiTurnItem[],
   resultsById: ReadonlyMap<string, unknown>,
   backends: BfclBackendHost | BfclBackendOptions,
+  errors: ReadonlyMap<string, string> = new Map(),
 ): Promise<MultiTurnScore> {
   const host =
     backends instanceof BfclBackendHost
@@ -234,6 +240,18 @@ export async function scoreMultiTurn(
   const scores: MultiTurnItemScore[] = [];
   try {
     for (const item of items) {
+      const failed = errors.get(item.id);
+      if (failed !== undefined) {
+        scores.push({
+          id: item.id,
+          category: item.category,
+          valid: false,
+          errorType: "multi_turn:inference_error",
+          error: failed,
+          errored: true,
+        });
+        continue;
+      }
       if (!resultsById.has(item.id)) {
         scores.push({
           id: item.id,
@@ -249,9 +267,15 @@ export async function scoreMultiTurn(
         verdict = await checkMultiTurn(item, resultsById.get(item.id), host);
       } catch (error) {
         if (error instanceof TerrariumError && error.code === "FILE_UNREADABLE") throw error;
-        throw new TerrariumError("INVALID_INPUT", `${item.id}: ${(error as Error).message}`, {
-          cause: error,
+        scores.push({
+          id: item.id,
+          category: item.category,
+          valid: false,
+          errorType: "multi_turn:checker_error",
+          error: (error as Error).message,
+          errored: true,
         });
+        continue;
       }
       scores.push(
         verdict.valid

@@ -2,6 +2,7 @@ import { Catalog } from "../../catalog/catalog.js";
 import { toolsFromDocument } from "../../catalog/load.js";
 import type { Tool } from "../../catalog/tool.js";
 import { canonicalJson, jsonEqual } from "../../core/canonical-json.js";
+import { errorKindOf } from "../../core/error-tally.js";
 import { TerrariumError } from "../../core/errors.js";
 import { diffJson } from "../../core/json-diff.js";
 import type { Models } from "../../models/hub.js";
@@ -56,6 +57,8 @@ export interface MultiTurnItemRun {
   /** One entry per retry budget 0..maxRetries (budget 0 is the planner alone, without GATS). */
   budgets: MultiTurnBudgetResult[];
   error?: string;
+  /** The kind of that error (`model_call_failed`, `model_timeout`, …; `item_error` otherwise). */
+  errorKind?: string;
 }
 
 export interface MultiTurnRunOptions {
@@ -155,7 +158,12 @@ export async function runBfclMultiTurnItem(
     }
     return { ...base, budgets };
   } catch (error) {
-    return { ...base, budgets: [], error: (error as Error).message };
+    return {
+      ...base,
+      budgets: [],
+      error: (error as Error).message,
+      errorKind: errorKindOf(error, "item_error"),
+    };
   } finally {
     if (!options.host) await host?.close();
   }

@@ -1,5 +1,6 @@
 import { Catalog } from "../../catalog/catalog.js";
 import { toolsFromDocument } from "../../catalog/load.js";
+import { type ErrorKindCount, ErrorTally, errorKindOf } from "../../core/error-tally.js";
 import type { Models } from "../../models/hub.js";
 import type { UsageTotals } from "../../models/usage.js";
 import { type Attempt, chooseAttempt, gats } from "../../task/gats.js";
@@ -14,8 +15,8 @@ export interface BudgetResult extends Usage {
   correct: boolean;
   /**
    * Set when this budget's answer is not the planner's alone to blame: a simulated call failed (the
-   * simulator's model errored or gave invalid output). Such a result is an error, not a wrong answer, and
-   * is left out of accuracy.
+   * simulator's model errored or gave invalid output). The budget errored: `correct` is still the
+   * checker's verdict on the calls the planner made (what BFCL scores), and the error is counted beside it.
    */
   error?: string;
   latencyMs: number;
@@ -31,6 +32,8 @@ export interface ItemRun {
   bootstrap?: { status: string; error?: string };
   /** The whole item failed (planner, checklist or judge model error): no budget has a verdict. */
   error?: string;
+  /** The kind of that error (`model_call_failed`, `model_timeout`, …; `item_error` otherwise). */
+  errorKind?: string;
 }
 
 /** The label of each budget, saying what it contains. */
@@ -85,7 +88,12 @@ export async function runBfclItem(
     }
     return { ...base, budgets, bootstrap: task.bootstrap };
   } catch (error) {
-    return { ...base, budgets: [], error: (error as Error).message };
+    return {
+      ...base,
+      budgets: [],
+      error: (error as Error).message,
+      errorKind: errorKindOf(error, "item_error"),
+    };
   } finally {
     await task?.engine.close();
   }
@@ -139,14 +147,19 @@ function subtract(a: Partial<Usage>, b: Usage): Usage {
 export interface BudgetSummary {
   retries: number;
   label: string;
-  /** Per category: items, items with a verdict (not errors), correct ones and accuracy over the scored. */
-  categories: Record<string, { items: number; scored: number; correct: number; accuracy: number }>;
+  /**
+   * Per category: items, correct ones, errored ones and accuracy over all the items, as BFCL computes it:
+   * an item that failed as a whole is wrong, and a budget whose simulated call failed keeps the checker's
+   * verdict on the calls the planner made. `errored` says how many of the items that accuracy rests on
+   * had an error.
+   */
+  categories: Record<string, { items: number; correct: number; errored: number; accuracy: number }>;
   /** Unweighted mean of the category accuracies, as BFCL averages categories. */
   overall: number;
   /** The Gecko paper's overall: the mean of the non-live, live and multi-turn group means. */
   groupedOverall: number;
-  /** Items with no verdict at this budget (simulator failures, or the whole item failed). */
-  errors: number;
+  /** Items that errored at this budget (a simulated or backend call failed, or the whole item failed). */
+  errored: number;
   latencyMs: number;
   tokens: number;
   costUsd: number;
@@ -155,32 +168,62 @@ export interface BudgetSummary {
   unpricedCalls: number;
 }
 
+/** What `bench bfcl` reports of a run (schemaVersion 2: accuracy over all items, errored counted beside). */
+export interface BfclRunSummary {
+  schemaVersion: 2;
+  items: number;
+  /** Items that failed as a whole (no budget has a verdict). */
+  failedItems: number;
+  /** Items with an error at any budget or as a whole. */
+  errored: number;
+  /** Each kind of error with how many items had it and the first one's message. */
+  errorKinds: ErrorKindCount[];
+  budgets: BudgetSummary[];
+}
+
 /**
- * Accuracy per category and overall, errors, and mean latency / tokens / cost per task, for every budget.
- * Items without a verdict at a budget (errors) are counted apart and left out of accuracy; means of cost
- * and latency are over the items that ran.
+ * The errors of a run's items by kind: a whole item's error, or a budget's failed simulated call
+ * (`simulator_error`, single-turn) or failed backend call (`backend_error`, multi-turn).
  */
-export function summariseRuns(runs: ItemRun[], maxRetries: number) {
+export function runErrors(
+  runs: ReadonlyArray<Pick<ItemRun, "id" | "budgets" | "error" | "errorKind">>,
+): ErrorTally {
+  const tally = new ErrorTally();
+  for (const run of runs) {
+    if (run.error !== undefined) tally.add(run.id, run.errorKind ?? "item_error", run.error);
+    const budgetKind = "turns" in (run.budgets[0] ?? {}) ? "backend_error" : "simulator_error";
+    for (const budget of run.budgets)
+      if (budget.error !== undefined)
+        tally.add(run.id, budgetKind, `budget ${budget.retries}: ${budget.error}`);
+  }
+  return tally;
+}
+
+/**
+ * Accuracy per category and overall, errored items, and mean latency / tokens / cost per task, for every
+ * budget. Accuracy is BFCL's: over every item, an item that failed as a whole counting as wrong; errored
+ * items are counted beside it. Means of cost and latency are over the items that ran.
+ */
+export function summariseRuns(runs: ItemRun[], maxRetries: number): BfclRunSummary {
   const budgets: BudgetSummary[] = [];
   for (let retries = 0; retries <= maxRetries; retries++) {
     const categories: BudgetSummary["categories"] = {};
-    let errors = 0;
+    let errored = 0;
     const rows: BudgetResult[] = [];
     for (const run of runs) {
-      const entry = categories[run.category] ?? { items: 0, scored: 0, correct: 0, accuracy: 0 };
+      const entry = categories[run.category] ?? { items: 0, correct: 0, errored: 0, accuracy: 0 };
       categories[run.category] = entry;
       entry.items++;
       const budget = run.budgets[retries];
       if (budget) rows.push(budget);
-      if (!budget || budget.error) {
-        errors++;
-        continue;
+      if (!budget || budget.error !== undefined) {
+        errored++;
+        entry.errored++;
       }
-      entry.scored++;
-      if (budget.correct) entry.correct++;
+      if (budget?.correct) entry.correct++;
     }
     for (const entry of Object.values(categories))
-      entry.accuracy = entry.scored ? entry.correct / entry.scored : 0;
+      entry.accuracy = entry.items ? entry.correct / entry.items : 0;
     const accuracies = Object.values(categories).map((c) => c.accuracy);
     const mean = (f: (b: BudgetResult) => number) =>
       rows.length ? rows.reduce((total, b) => total + f(b), 0) / rows.length : 0;
@@ -190,13 +233,9 @@ export function summariseRuns(runs: ItemRun[], maxRetries: number) {
       categories,
       overall: accuracies.length ? accuracies.reduce((a, b) => a + b, 0) / accuracies.length : 0,
       groupedOverall: groupedOverall(
-        Object.fromEntries(
-          Object.entries(categories)
-            .filter(([, entry]) => entry.scored > 0)
-            .map(([name, entry]) => [name, entry.accuracy]),
-        ),
+        Object.fromEntries(Object.entries(categories).map(([name, entry]) => [name, entry.accuracy])),
       ),
-      errors,
+      errored,
       latencyMs: mean((b) => b.latencyMs),
       tokens: mean((b) => b.inputTokens + b.outputTokens),
       costUsd: mean((b) => b.costUsd),
@@ -204,11 +243,13 @@ export function summariseRuns(runs: ItemRun[], maxRetries: number) {
       unpricedCalls: rows.reduce((total, b) => total + b.unpricedCalls, 0),
     });
   }
+  const errors = runErrors(runs);
   return {
-    schemaVersion: 1,
+    schemaVersion: 2,
     items: runs.length,
-    /** Items that failed as a whole (no budget has a verdict). */
     failedItems: runs.filter((r) => r.error).length,
+    errored: errors.errored,
+    errorKinds: errors.kinds(),
     budgets,
   };
 }

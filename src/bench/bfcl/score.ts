@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { type ErrorKindCount, ErrorTally } from "../../core/error-tally.js";
 import { TerrariumError } from "../../core/errors.js";
 import { type AstCall, checkItem } from "./ast-checker.js";
 import {
@@ -19,15 +20,28 @@ export interface ItemScore {
   valid: boolean;
   errorType?: string;
   error?: string;
+  /**
+   * The item errored rather than being judged on an answer: its result records an error (the model
+   * call failed), or the checker could not give a verdict. It counts as wrong, as in BFCL.
+   */
+  errored?: true;
 }
+
+/** The checker's error types that are no verdict (BFCL's checker would raise): the item errored. */
+export const ERRORED_TYPES: ReadonlySet<string> = new Set(["checker:exception"]);
 
 export interface BfclScore {
   schemaVersion: number;
-  categories: Record<string, { items: number; correct: number; accuracy: number }>;
+  /** Per category: items, correct, errored (counted wrong, as BFCL does) and accuracy over all items. */
+  categories: Record<string, { items: number; correct: number; errored: number; accuracy: number }>;
   /** Unweighted mean of the category accuracies, as BFCL averages categories. */
   overall: number;
   /** The Gecko paper's overall: the mean of the non-live, live and multi-turn group means. */
   groupedOverall: number;
+  /** Items that errored (see `ItemScore.errored`): part of every accuracy, as wrong answers. */
+  errored: number;
+  /** Each kind of error (the item's error type) with its count and first message. */
+  errorKinds: ErrorKindCount[];
   items: ItemScore[];
   /** Items of the categories with no line in the results. */
   missing: number;
@@ -43,11 +57,28 @@ export interface BfclScore {
 export function scoreBfcl(
   items: BfclItem[],
   callsById: Map<string, AstCall[]>,
-  options: { onlyPresent?: boolean; underscoreToDot?: boolean } = {},
+  options: {
+    onlyPresent?: boolean;
+    underscoreToDot?: boolean;
+    /** Items whose result records an error (the model call failed), by id, with its message. */
+    errors?: ReadonlyMap<string, string>;
+  } = {},
 ): BfclScore {
-  const missing = items.filter((item) => !callsById.has(item.id)).length;
-  const scored = options.onlyPresent ? items.filter((item) => callsById.has(item.id)) : items;
+  const errors = options.errors ?? new Map<string, string>();
+  const present = (item: BfclItem) => callsById.has(item.id) || errors.has(item.id);
+  const missing = items.filter((item) => !present(item)).length;
+  const scored = options.onlyPresent ? items.filter(present) : items;
   const scores: ItemScore[] = scored.map((item) => {
+    const failed = errors.get(item.id);
+    if (failed !== undefined)
+      return {
+        id: item.id,
+        category: item.category,
+        valid: false,
+        errorType: "inference_error",
+        error: failed,
+        errored: true,
+      };
     const result = checkItem(
       item.category,
       item.functions,
@@ -63,14 +94,16 @@ export function scoreBfcl(
           valid: false,
           errorType: result.errorType,
           error: result.error,
+          ...(ERRORED_TYPES.has(result.errorType) ? { errored: true as const } : {}),
         };
   });
   const { categories, overall } = tallyCategories(scores);
   return {
-    schemaVersion: 1,
+    schemaVersion: 2,
     categories,
     overall,
     groupedOverall: groupedOverall(accuracyByCategory(categories)),
+    ...erroredOf(scores),
     items: scores,
     missing,
     missingTreatment: options.onlyPresent ? "left out" : "scored as no call",
@@ -81,6 +114,16 @@ export function scoreBfcl(
 export interface ResultRecord {
   calls?: AstCall[];
   turns?: unknown;
+  /** The model call that should have given the result failed (`error`, or BFCL's "Error during inference" text). */
+  error?: string;
+}
+
+/** The errored items of scores, counted and grouped by error type. */
+function erroredOf(scores: readonly ItemScore[]): Pick<BfclScore, "errored" | "errorKinds"> {
+  const tally = new ErrorTally();
+  for (const score of scores)
+    if (score.errored) tally.add(score.id, score.errorType ?? "error", score.error ?? "");
+  return { errored: tally.errored, errorKinds: tally.kinds() };
 }
 
 /**
@@ -110,17 +153,25 @@ export function readBfclResults(file: string): Map<string, ResultRecord> {
     }
     const calls = record?.calls;
     const turns = record?.turns ?? record?.result;
+    // A failed inference: terrarium's `error`, or BFCL's result text for it.
+    const error =
+      typeof record?.error === "string"
+        ? record.error
+        : typeof record?.result === "string" && record.result.startsWith("Error during inference")
+          ? record.result
+          : undefined;
     const callsOk =
       Array.isArray(calls) &&
       calls.every((call) => call !== null && typeof call === "object" && typeof call.name === "string");
-    if (typeof record?.id !== "string" || (!callsOk && !Array.isArray(turns))) {
+    if (typeof record?.id !== "string" || (!callsOk && !Array.isArray(turns) && error === undefined)) {
       throw new TerrariumError(
         "INVALID_INPUT",
-        'each line must be {"id": string, "calls": [{"name", "arguments"}, ...]} or, multi-turn, {"id": string, "turns": [[calls...], ...]}',
+        'each line must be {"id": string, "calls": [{"name", "arguments"}, ...]} or, multi-turn, {"id": string, "turns": [[calls...], ...]}, or {"id": string, "error": "why the model gave no result"}',
         { where },
       );
     }
     results.set(record.id, {
+      ...(error !== undefined ? { error } : {}),
       ...(callsOk
         ? {
             calls: (calls as Array<{ name: string; arguments?: unknown }>).map((call) => ({
@@ -166,23 +217,30 @@ export async function scoreBfclResults(
     );
   }
   const calls = new Map<string, AstCall[]>();
-  for (const [id, record] of results) if (record.calls) calls.set(id, record.calls);
-  const singleScore = scoreBfcl(single.length ? loadBfcl(data, single) : [], calls, options);
+  const errors = new Map<string, string>();
+  for (const [id, record] of results) {
+    if (record.error !== undefined) errors.set(id, record.error);
+    else if (record.calls) calls.set(id, record.calls);
+  }
+  const singleScore = scoreBfcl(single.length ? loadBfcl(data, single) : [], calls, { ...options, errors });
   if (multi.length === 0) return singleScore;
   const turns = new Map<string, unknown>();
-  for (const [id, record] of results) if (record.turns !== undefined) turns.set(id, record.turns);
+  for (const [id, record] of results)
+    if (record.error === undefined && record.turns !== undefined) turns.set(id, record.turns);
   const multiItems = loadBfclMultiTurn(data, multi);
-  const present = options.onlyPresent ? multiItems.filter((item) => turns.has(item.id)) : multiItems;
-  const multiScore = await scoreMultiTurn(present, turns, { dir: options.backends as string });
+  const has = (id: string) => turns.has(id) || errors.has(id);
+  const present = options.onlyPresent ? multiItems.filter((item) => has(item.id)) : multiItems;
+  const multiScore = await scoreMultiTurn(present, turns, { dir: options.backends as string }, errors);
   const items = [...singleScore.items, ...multiScore.items];
   const categoriesScored = { ...singleScore.categories, ...multiScore.categories };
   return {
-    schemaVersion: 1,
+    schemaVersion: 2,
     categories: categoriesScored,
     overall: meanAccuracy(categoriesScored),
     groupedOverall: groupedOverall(accuracyByCategory(categoriesScored)),
+    ...erroredOf(items),
     items,
-    missing: singleScore.missing + multiItems.filter((item) => !turns.has(item.id)).length,
+    missing: singleScore.missing + multiItems.filter((item) => !has(item.id)).length,
     missingTreatment: singleScore.missingTreatment,
   };
 }

@@ -241,7 +241,7 @@ async function runDataset(
   }
   progress.done();
   const scored = solved + unsolved;
-  const verdict = errorVerdict(errors, {
+  const verdict = errorVerdict(errors.counts(), {
     total: pending.length,
     maxErrors: options.maxErrors,
     noun: "tasks",

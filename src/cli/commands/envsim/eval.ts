@@ -27,7 +27,11 @@ import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js
 
 import { modelsFor, readJsonl } from "./shared.js";
 
-export function registerEvalCommands(envsim: Command, io: CliIo): void {
+export function registerEvalCommands(
+  envsim: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+): void {
   envsim
     .command("eval")
     .requiredOption("--bench <file>", "benchmark JSONL (what envsim build or envsim import wrote)")

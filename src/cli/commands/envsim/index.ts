@@ -9,7 +9,11 @@ import { registerSftCommands } from "./sft.js";
 export { readJsonl } from "./shared.js";
 
 /** `terrarium envsim`: one file per command (collect, build, import/export, sft, eval/report). */
-export function registerEnvsimCommands(program: Command, io: CliIo): void {
+export function registerEnvsimCommands(
+  program: Command,
+  io: CliIo,
+  setExitCode: (code: number) => void,
+): void {
   const envsim = program
     .command("envsim")
     .description("EnvSimBench: how faithfully a simulator predicts what an environment really does");
@@ -17,5 +21,5 @@ export function registerEnvsimCommands(program: Command, io: CliIo): void {
   registerBuildCommands(envsim, io);
   registerRecordsCommands(envsim, io);
   registerSftCommands(envsim, io);
-  registerEvalCommands(envsim, io);
+  registerEvalCommands(envsim, io, setExitCode);
 }
