@@ -1,6 +1,7 @@
 import { createReadStream, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Tool } from "../../catalog/tool.js";
+import { errorKindOf } from "../../core/error-tally.js";
 import { TerrariumError } from "../../core/errors.js";
 import { formatEnvSimPath } from "../../core/json-diff.js";
 import { parsePointer } from "../../core/json-pointer.js";
@@ -402,7 +403,13 @@ export class SamplePredictor {
     try {
       return await predict(sample, { ...this.run, ...options });
     } catch (error) {
-      return { sampleId: sample.id, observation: "", changes: [], error: (error as Error).message };
+      return {
+        sampleId: sample.id,
+        observation: "",
+        changes: [],
+        error: (error as Error).message,
+        errorKind: errorKindOf(error, "simulator_error"),
+      };
     }
   }
 

@@ -129,7 +129,13 @@ export async function evaluateOnQueue(
       onResult: async (result, progress) => {
         const prediction: EnvSimPrediction = result.ok
           ? result.value
-          : { sampleId: result.id, observation: "", changes: [], error: result.error };
+          : {
+              sampleId: result.id,
+              observation: "",
+              changes: [],
+              error: result.error,
+              errorKind: "worker_error",
+            };
         predictions.push(prediction);
         spentUsd = progress.spentUsd;
         await options.onPrediction?.(prediction, progress);

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { ErrorCounts } from "../../core/error-tally.js";
 import { TerrariumError } from "../../core/errors.js";
 import type { AggregateName, CellSummary, EnvSimSummary, Estimate, ScoreMode } from "./score.js";
 import { ENVSIM_SCHEMA_VERSION, type SampleGroup } from "./types.js";
@@ -16,6 +17,11 @@ export interface SimulatorSummary {
   /** The simulator's display name (untrusted: escaped wherever it is written). */
   name: string;
   summary: EnvSimSummary;
+  /**
+   * The simulator's errored predictions over every sample of the benchmark (grouped or not), by kind with
+   * the first message: what `envsim eval` fails on unless `--max-errors` allows it.
+   */
+  errors?: ErrorCounts;
 }
 
 export interface TableOptions {
@@ -219,6 +225,25 @@ export function renderMarkdown(entries: readonly SimulatorSummary[], options: Ma
     methodNote(entries, ci, options.mode),
   ];
   for (const table of buildTables(entries, options)) parts.push(`## ${table.title}`, markdownTable(table));
+  const errored = entries.filter((entry) => (entry.errors?.errored ?? 0) > 0);
+  if (errored.length > 0) {
+    parts.push(
+      "## Errored predictions",
+      "An errored prediction (the simulator gave no usable answer) scores FM = CM = false and is part of every n above.",
+    );
+    for (const entry of errored) {
+      const errors = entry.errors as ErrorCounts;
+      parts.push(
+        [
+          `- ${markdownCell(entry.name)}: ${errors.errored} errored`,
+          ...errors.errorKinds.map(
+            (kind) =>
+              `  - ${markdownCell(kind.kind)}: ${kind.count} (first, ${markdownCell(kind.firstId)}: ${markdownCell(kind.firstMessage)})`,
+          ),
+        ].join("\n"),
+      );
+    }
+  }
   return `${parts.join("\n\n")}\n`;
 }
 

@@ -84,4 +84,6 @@ export interface EnvSimPrediction {
   changes: Array<{ path: string; type: "added" | "modified" | "removed"; after?: unknown; before?: unknown }>;
   /** Set when the simulator failed to produce a prediction (the sample then scores FM = CM = false). */
   error?: string;
+  /** The kind of that error (`model_call_failed`, `model_timeout`, …, `simulator_error` otherwise). */
+  errorKind?: string;
 }

@@ -1,6 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, extname, isAbsolute, join, relative, resolve } from "node:path";
 import type { Command } from "commander";
+import { predictionErrors } from "../../../bench/envsim/errors.js";
 import {
   checkBenchmarkSample,
   describeSimulator,
@@ -20,18 +21,19 @@ import {
 import { isSampleFile, readSamplesSync } from "../../../bench/envsim/sample-store.js";
 import { type ScoreMode, scoreSample, summarise } from "../../../bench/envsim/score.js";
 import type { EnvSimPrediction, EnvSimSample } from "../../../bench/envsim/types.js";
+import { type ErrorCounts, errorVerdict } from "../../../core/error-tally.js";
 import { TerrariumError } from "../../../core/errors.js";
-import { loadConfig } from "../../../models/config.js";
+import { loadConfig, withCommandLineModel } from "../../../models/config.js";
+import { Models } from "../../../models/hub.js";
 import { describeWaiting, openRedisQueue } from "../../../queue/index.js";
-import { type CliIo, collect, Progress, parsePositiveInteger } from "../../io.js";
+import { type CliIo, collect, Progress, parsePositiveInteger, parseWholeNumber } from "../../io.js";
 
-import { modelsFor, readJsonl } from "./shared.js";
+import { readJsonl } from "./shared.js";
 
-export function registerEvalCommands(
-  envsim: Command,
-  io: CliIo,
-  setExitCode: (code: number) => void,
-): void {
+/** The flags of `envsim eval` that name a model (for the message of a role with no model). */
+const MODEL_FLAGS = ["--simulator llm:<provider:model>"] as const;
+
+export function registerEvalCommands(envsim: Command, io: CliIo, setExitCode: (code: number) => void): void {
   envsim
     .command("eval")
     .requiredOption("--bench <file>", "benchmark JSONL (what envsim build or envsim import wrote)")
@@ -60,6 +62,12 @@ export function registerEvalCommands(
     )
     .option("--seed <seed>", "seed of the bootstrap confidence intervals", "1")
     .option(
+      "--max-errors <n>",
+      "errored predictions (a model call that failed or timed out, a simulator error), over every simulator, allowed before the exit code is 1",
+      parseWholeNumber,
+      0,
+    )
+    .option(
       "--queue <url>",
       "redis://host:port[/db][?queue=<name>&prefix=<prefix>]: enqueue the samples for `terrarium worker`s instead of predicting here (local, the default, predicts here)",
     )
@@ -69,7 +77,7 @@ export function registerEvalCommands(
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  terrarium envsim eval --bench bench.jsonl --simulator code --simulator schema --mode strict --out results/\n  terrarium envsim eval --bench bench.jsonl --transitions transitions.jsonl --simulator openai:gpt-4.1-mini --simulator openai:gpt-4.1-mini#history --out results/ --resume\n",
+      "\nThe model of a simulator given here (llm:<provider:model>, <provider:model>) serves every role the configuration leaves unset. An errored prediction scores FM = CM = false and is part of every n; each simulator's errored predictions are listed by kind (count and first message) in report.md, summary.json (simulators[].errors) and on stderr, and make the exit code 1 unless --max-errors allows them.\n\nExamples:\n  terrarium envsim eval --bench bench.jsonl --simulator code --simulator schema --mode strict --out results/\n  terrarium envsim eval --bench bench.jsonl --transitions transitions.jsonl --simulator openai:gpt-4.1-mini --simulator openai:gpt-4.1-mini#history --out results/ --resume\n",
     )
     .action(
       async (
@@ -83,6 +91,7 @@ export function registerEvalCommands(
           resume?: boolean;
           seed: string;
           queue?: string;
+          maxErrors: number;
           json?: boolean;
         },
         command: Command,
@@ -174,9 +183,21 @@ export function registerEvalCommands(
               : simulator.kind === "terrarium"
                 ? simulator.model
                 : undefined;
-          const models = modelsFor(command, model ? { simulator: model } : {});
+          const configPath = command.optsWithGlobals().config as string | undefined;
+          const { config } = loadConfig(configPath ? { path: configPath } : {});
+          const models = new Models({
+            config: withCommandLineModel(
+              model ? { ...config, roles: { ...config.roles, simulator: model } } : config,
+              model,
+            ),
+            modelFlags: MODEL_FLAGS,
+          });
           const todo = samples.length - done.size;
           try {
+            // A simulator whose model cannot be reached is refused before any sample is predicted.
+            if (simulator.kind === "model") await models.backend(simulator.model);
+            else if (simulator.kind === "terrarium" && simulator.simulator === "llm")
+              await models.backend(models.modelFor("simulator"));
             io.stderr.write(
               `${describeSimulator(simulator)}: ${todo} samples to predict (${done.size} already done${
                 retried > 0 ? `, ${retried} that failed before are predicted again` : ""
@@ -209,6 +230,13 @@ export function registerEvalCommands(
         writeFileSync(join(out, "summary.json"), renderJson(entries, { mode }));
         writeFileSync(join(out, "report.md"), renderMarkdown(entries, { mode }));
         io.stdout.write(options.json ? renderJson(entries, { mode }) : renderMarkdown(entries, { mode }));
+        const verdict = errorVerdict(runErrors(entries), {
+          total: samples.length * entries.length,
+          maxErrors: options.maxErrors,
+          noun: "predictions",
+        });
+        for (const line of verdict.lines) io.stderr.write(`${line}\n`);
+        if (verdict.failed) setExitCode(1);
       },
     );
 
@@ -432,6 +460,20 @@ function scoreRun(run: EvalRun, results: string, samples: EnvSimSample[], seed: 
         run.mode as ScoreMode,
       ),
     );
-    return { name: entry.name, summary: summarise(samples, scores, { seed }) };
+    return {
+      name: entry.name,
+      summary: summarise(samples, scores, { seed }),
+      errors: predictionErrors(samples, predictions),
+    };
   });
+}
+
+/** The errored predictions of every simulator of a run, each kind named with its simulator. */
+function runErrors(entries: readonly SimulatorSummary[]): ErrorCounts {
+  return {
+    errored: entries.reduce((total, entry) => total + (entry.errors?.errored ?? 0), 0),
+    errorKinds: entries.flatMap((entry) =>
+      (entry.errors?.errorKinds ?? []).map((kind) => ({ ...kind, kind: `${entry.name}: ${kind.kind}` })),
+    ),
+  };
 }
