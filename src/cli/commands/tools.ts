@@ -118,6 +118,7 @@ export function registerConvertCommand(tools: Command, io: CliIo): void {
           config: options.model
             ? { ...config, roles: { ...config.roles, converter: options.model } }
             : config,
+          modelFlags: ["--model <provider:model>"],
         });
         try {
           const descriptions = describeToolsInFile(file);

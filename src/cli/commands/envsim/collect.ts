@@ -93,7 +93,9 @@ export function registerCollectCommands(envsim: Command, io: CliIo): void {
           });
         let source: CollectSource;
         if (kind === "agent") {
-          models = modelsFor(command, options.model ? { explorer: options.model } : {});
+          models = modelsFor(command, options.model ? { explorer: options.model } : {}, [
+            "--model <provider:model>",
+          ]);
           const model = options.model ?? models.modelFor("explorer");
           await models.backend(model); // an unknown provider or a missing key fails here, not per trajectory
           source = { kind, models, ...(options.model ? { model: options.model } : {}) };

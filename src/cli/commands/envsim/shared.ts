@@ -47,8 +47,16 @@ export function writeJsonl(file: string, records: Iterable<unknown>): void {
   }
 }
 
-export function modelsFor(command: Command, roles: Record<string, string> = {}): Models {
+/** The models of a command: its configuration with `roles` set; `modelFlags` are the command's model flags. */
+export function modelsFor(
+  command: Command,
+  roles: Record<string, string> = {},
+  modelFlags?: readonly string[],
+): Models {
   const configPath = command.optsWithGlobals().config as string | undefined;
   const { config } = loadConfig(configPath ? { path: configPath } : {});
-  return new Models({ config: { ...config, roles: { ...config.roles, ...roles } } });
+  return new Models({
+    config: { ...config, roles: { ...config.roles, ...roles } },
+    ...(modelFlags ? { modelFlags } : {}),
+  });
 }

@@ -110,6 +110,7 @@ export function registerUsersGenerateCommand(
       const { config } = loadConfig(configPath ? { path: configPath } : {});
       const models = new Models({
         config: options.model ? { ...config, roles: { ...config.roles, [ROLE]: options.model } } : config,
+        modelFlags: ["--model <provider:model>"],
       });
       const out = resolve(options.out);
       try {
