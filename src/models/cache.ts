@@ -2,10 +2,15 @@ import type BetterSqlite3 from "better-sqlite3";
 import { openSqlite } from "../core/sqlite.js";
 import type { BackendResponse } from "./types.js";
 
-/** Stored model responses, keyed by a hash of everything that determines the answer (never secrets). */
+/**
+ * Stored model responses, keyed by a hash of everything that determines the answer (never secrets). Only
+ * answers their caller accepted are stored (`Models` decides); `delete` drops one that a caller now
+ * refuses (stored by an older terrarium, or before a check existed), so the next request asks the model.
+ */
 export interface ResponseCache {
   get(key: string): BackendResponse | undefined;
   set(key: string, model: string, response: BackendResponse): void;
+  delete(key: string): void;
   close?(): void;
 }
 
@@ -26,6 +31,10 @@ export class MemoryResponseCache implements ResponseCache {
     this.entries.set(key, JSON.stringify(response));
   }
 
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   get size(): number {
     return this.entries.size;
   }
@@ -36,6 +45,7 @@ export class SqliteResponseCache implements ResponseCache {
   private readonly db: BetterSqlite3.Database;
   private readonly select: BetterSqlite3.Statement<[string], { response: string }>;
   private readonly upsert: BetterSqlite3.Statement<[string, string, number, string]>;
+  private readonly remove: BetterSqlite3.Statement<[string]>;
 
   constructor(readonly path: string) {
     this.db = openSqlite(path, {
@@ -49,6 +59,7 @@ export class SqliteResponseCache implements ResponseCache {
       "INSERT INTO responses (key, model, created_at, response) VALUES (?, ?, ?, ?) " +
         "ON CONFLICT(key) DO UPDATE SET model = excluded.model, created_at = excluded.created_at, response = excluded.response",
     );
+    this.remove = this.db.prepare("DELETE FROM responses WHERE key = ?");
   }
 
   get(key: string): BackendResponse | undefined {
@@ -58,6 +69,10 @@ export class SqliteResponseCache implements ResponseCache {
 
   set(key: string, model: string, response: BackendResponse): void {
     this.upsert.run(key, model, Date.now(), JSON.stringify(response));
+  }
+
+  delete(key: string): void {
+    this.remove.run(key);
   }
 
   get size(): number {

@@ -58,6 +58,20 @@ export interface ModelsOptions {
   modelFlags?: readonly string[];
 }
 
+/**
+ * A caller's word on an answer: nothing (or no problems) accepts it, a list of problems rejects it. Only
+ * accepted answers are written to the cache or served from it, so a rejected one is never replayed: asking
+ * again (same request, same seed) really calls the model.
+ */
+export type Verdict = readonly string[] | undefined;
+
+/** What a caller's `accept` sees of a plain or tool-calling answer (tool names as the caller gave them). */
+export interface CallAnswer {
+  text: string;
+  toolCalls: ModelToolCall[];
+  finishReason: BackendResponse["finishReason"];
+}
+
 /** Who is calling and how: a role (mapped to a model by config) or a model name, and sampling settings. */
 export interface CallOptions {
   role?: string;
@@ -72,6 +86,22 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Distinguishes otherwise identical requests in the cache (e.g. the n-th independent sample). */
   variant?: string | number;
+  /**
+   * The caller's check of the answer (see `Verdict`). A rejected answer is returned with `rejected` set
+   * and is not cached; a cached answer it rejects is dropped from the cache and the model asked again.
+   */
+  accept?: (answer: CallAnswer) => Verdict;
+}
+
+/** Options of `generateObject`: its `accept` judges the parsed value, after the schema has. */
+export interface ObjectCallOptions<T> extends Omit<CallOptions, "accept"> {
+  schema: JsonSchema;
+  schemaName?: string;
+  repairAttempts?: number;
+  /** A value that passed the schema but not this check is repaired like a schema violation. */
+  accept?: (object: T) => Verdict;
+  /** The repair turn's text from the problems (default: the structured-output repair prompt). */
+  repairPrompt?: (problems: string[]) => string;
 }
 
 export interface CallResult {
@@ -84,6 +114,8 @@ export interface CallResult {
   latencyMs: number;
   cached: boolean;
   attempts: number;
+  /** The problems the caller's `accept` found: the answer was not cached (generateText, generateWithTools). */
+  rejected?: string[];
 }
 
 export interface ObjectResult<T = unknown> extends CallResult {
@@ -171,16 +203,32 @@ export class Models {
   async generateText(options: CallOptions): Promise<CallResult> {
     const name = this.resolveName(options);
     const backend = await this.backend(name);
-    return this.call(backend, { messages: options.messages, ...sampling(options) }, options);
+    const accept = options.accept;
+    return this.call(
+      backend,
+      { messages: options.messages, ...sampling(options) },
+      options,
+      accept ? (response) => accept(answerOf(response)) : undefined,
+    );
   }
 
   /**
    * A JSON value that satisfies `schema`: native structured output where the provider has it, grammar
    * decoding for local models, JSON mode with the schema in the prompt otherwise; always validated, and
-   * repaired (the model is shown its errors) up to `repairAttempts` times.
+   * repaired (the model is shown its errors) up to `repairAttempts` times. The caller's `accept` counts as
+   * part of the validation: only a value that passes both is cached, and a rejected one is repaired.
    */
-  async generateObject<T = unknown>(
-    options: CallOptions & { schema: JsonSchema; schemaName?: string; repairAttempts?: number },
+  generateObject<T = unknown>(options: ObjectCallOptions<T>): Promise<ObjectResult<T>> {
+    return this.structured(options, true);
+  }
+
+  /**
+   * `generateObject`, where a value the caller rejects is either repaired (`repairRejected`) or returned
+   * with `rejected` set (emulated tool calling, whose caller decides, as with native tool calls).
+   */
+  private async structured<T>(
+    options: ObjectCallOptions<T>,
+    repairRejected: boolean,
   ): Promise<ObjectResult<T>> {
     const name = this.resolveName(options);
     const backend = await this.backend(name);
@@ -193,7 +241,14 @@ export class Models {
     const totals = emptyCallTotals();
     let lastProblems: string[] = [];
     let lastText = "";
+    const repairPrompt = options.repairPrompt ?? repairInstruction;
+    const { accept, ...callOptions } = options;
     for (let repair = 0; repair <= repairAttempts; repair++) {
+      // The check runs inside the call, before the cache sees the answer: an invalid answer is never
+      // stored, and one stored before this check existed is dropped and asked for again.
+      let value: unknown;
+      let problems: string[] = [];
+      let byCaller = false;
       const result = await this.call(
         backend,
         {
@@ -201,19 +256,33 @@ export class Models {
           ...sampling(options),
           json: { schema: options.schema, ...(options.schemaName ? { name: options.schemaName } : {}) },
         },
-        options,
+        callOptions,
+        (response) => {
+          const check = this.checker.check(response.text, options.schema);
+          problems = check.ok ? (problemsOf(accept?.(check.value as T)) ?? []) : check.problems;
+          byCaller = check.ok && problems.length > 0;
+          value = check.ok ? check.value : undefined;
+          return problems;
+        },
       );
       accumulate(totals, result);
-      const check = this.checker.check(result.text, options.schema);
-      if (check.ok) {
-        return { ...result, ...totals, object: check.value as T, structuredMode: mode, repairs: repair };
+      if (problems.length === 0 || (byCaller && !repairRejected)) {
+        const { rejected: _rejected, ...answer } = result;
+        return {
+          ...answer,
+          ...totals,
+          object: value as T,
+          structuredMode: mode,
+          repairs: repair,
+          ...(problems.length > 0 ? { rejected: problems } : {}),
+        };
       }
-      lastProblems = check.problems;
+      lastProblems = problems;
       lastText = result.text;
       messages = [
         ...messages,
         { role: "assistant", content: result.text },
-        { role: "user", content: repairInstruction(check.problems) },
+        { role: "user", content: repairPrompt(problems) },
       ];
     }
     throw new TerrariumError(
@@ -234,6 +303,7 @@ export class Models {
     const name = this.resolveName(options);
     const backend = await this.backend(name);
     const naming = toProviderNames(options.tools);
+    const { accept, ...callOptions } = options;
     if (backend.capabilities.tools) {
       const choice = options.toolChoice;
       const request: BackendRequest = {
@@ -244,30 +314,29 @@ export class Models {
           ? { toolChoice: typeof choice === "object" ? { tool: naming.toProvider(choice.tool) } : choice }
           : {}),
       };
-      const result = await this.call(backend, request, options);
+      const result = await this.call(
+        backend,
+        request,
+        callOptions,
+        accept
+          ? (response) =>
+              accept({ ...answerOf(response), toolCalls: fromProviderNames(response.toolCalls, naming) })
+          : undefined,
+      );
       return { ...result, toolCalls: fromProviderNames(result.toolCalls, naming), toolMode: "native" };
     }
-    const result = await this.generateObject<{
-      content: string;
-      tool_calls: Array<{ name: string; arguments: unknown }>;
-    }>({
-      ...options,
-      messages: withSystem(options.messages, toolInstruction(options.tools)),
-      schema: emulatedToolSchema(options.tools),
-      schemaName: "tool_turn",
-    });
-    const toolCalls = result.object.tool_calls.map((call, index) => ({
-      id: `call_${index}`,
-      name: call.name,
-      arguments: call.arguments,
-    }));
-    return {
-      ...result,
-      text: result.object.content,
-      toolCalls,
-      finishReason: toolCalls.length > 0 ? "tool-calls" : "stop",
-      toolMode: "emulated",
-    };
+    type EmulatedTurn = { content: string; tool_calls: Array<{ name: string; arguments: unknown }> };
+    const result = await this.structured<EmulatedTurn>(
+      {
+        ...callOptions,
+        messages: withSystem(options.messages, toolInstruction(options.tools)),
+        schema: emulatedToolSchema(options.tools),
+        schemaName: "tool_turn",
+        ...(accept ? { accept: (turn: EmulatedTurn) => accept(emulatedAnswer(turn)) } : {}),
+      },
+      false,
+    );
+    return { ...result, ...emulatedAnswer(result.object), toolMode: "emulated" };
   }
 
   /** Closes the cache and local models. */
@@ -288,7 +357,7 @@ export class Models {
     for (const backend of this.backends.values()) await (await backend.catch(() => undefined))?.dispose?.();
   }
 
-  private resolveName(options: CallOptions): string {
+  private resolveName(options: Pick<CallOptions, "model" | "role">): string {
     if (options.model) return options.model;
     if (options.role) return this.modelFor(options.role);
     throw new TerrariumError("MODEL_NO_ROLE", "a model call needs a role or a model name");
@@ -317,11 +386,15 @@ export class Models {
     return gate;
   }
 
-  /** One logical call: cache, budget, admission, attempts with timeout and backoff, accounting. */
+  /**
+   * One logical call: cache, budget, admission, attempts with timeout and backoff, accounting, then the
+   * caller's verdict (`accept`), and only an accepted answer goes to the cache.
+   */
   private async call(
     backend: ModelBackend,
     request: BackendRequest,
-    options: CallOptions,
+    options: Omit<CallOptions, "accept">,
+    accept?: (response: BackendResponse) => Verdict,
   ): Promise<CallResult> {
     const mode = options.cache ?? this.cacheMode;
     const cache = mode === "off" || mode === "bypass" ? null : this.cache;
@@ -334,7 +407,9 @@ export class Models {
 
     if (cache && mode === "use") {
       const hit = cache.get(key);
-      if (hit) {
+      // A stored answer the caller refuses (written before it was checked) is dropped, never served.
+      if (hit && problemsOf(accept?.(hit)) !== undefined) cache.delete(key);
+      else if (hit) {
         this.ledger.add({
           ...meta,
           cached: true,
@@ -359,8 +434,9 @@ export class Models {
       DEFAULT_TIMEOUT_MS;
     const started = this.now();
     let attempts = 0;
+    let response: BackendResponse;
     try {
-      const response = await this.gate(provider).run(async () => {
+      response = await this.gate(provider).run(async () => {
         for (;;) {
           attempts++;
           try {
@@ -371,21 +447,6 @@ export class Models {
           }
         }
       });
-      const latencyMs = this.now() - started;
-      const costUsd = this.prices.cost(backend.name, response.usage);
-      const unpriced = !this.prices.isPriced(backend.name);
-      this.ledger.add({
-        ...meta,
-        cached: false,
-        ...response.usage,
-        latencyMs,
-        costUsd,
-        attempts,
-        ok: true,
-        ...(unpriced ? { unpriced } : {}),
-      });
-      if (cache && mode !== "bypass") cache.set(key, backend.name, response);
-      return { model: backend.name, ...response, costUsd, latencyMs, cached: false, attempts };
     } catch (error) {
       this.ledger.add({
         ...meta,
@@ -400,6 +461,39 @@ export class Models {
       });
       throw callError(backend.name, error, attempts);
     }
+    const latencyMs = this.now() - started;
+    const costUsd = this.prices.cost(backend.name, response.usage);
+    const unpriced = !this.prices.isPriced(backend.name);
+    // The call was made and is paid whatever the verdict; a check that throws is a rejection too.
+    let rejected: string[] | undefined;
+    let checkError: unknown;
+    try {
+      rejected = problemsOf(accept?.(response));
+    } catch (error) {
+      checkError = error;
+    }
+    this.ledger.add({
+      ...meta,
+      cached: false,
+      ...response.usage,
+      latencyMs,
+      costUsd,
+      attempts,
+      ok: true,
+      ...(rejected || checkError !== undefined ? { rejected: true } : {}),
+      ...(unpriced ? { unpriced } : {}),
+    });
+    if (checkError !== undefined) throw checkError;
+    if (cache && !rejected) cache.set(key, backend.name, response);
+    return {
+      model: backend.name,
+      ...response,
+      costUsd,
+      latencyMs,
+      cached: false,
+      attempts,
+      ...(rejected ? { rejected } : {}),
+    };
   }
 
   private checkBudget(model: string): void {
@@ -475,7 +569,31 @@ function callError(model: string, error: unknown, attempts: number): TerrariumEr
   );
 }
 
-function sampling(options: CallOptions): Pick<BackendRequest, "temperature" | "seed" | "maxOutputTokens"> {
+/** The problems of a verdict, or undefined when it accepts. */
+function problemsOf(verdict: Verdict): string[] | undefined {
+  return verdict && verdict.length > 0 ? [...verdict] : undefined;
+}
+
+function answerOf(response: BackendResponse): CallAnswer {
+  return { text: response.text, toolCalls: response.toolCalls, finishReason: response.finishReason };
+}
+
+/** An emulated tool turn as the answer a native one would have given. */
+function emulatedAnswer(turn: {
+  content: string;
+  tool_calls: Array<{ name: string; arguments: unknown }>;
+}): CallAnswer {
+  const toolCalls = turn.tool_calls.map((call, index) => ({
+    id: `call_${index}`,
+    name: call.name,
+    arguments: call.arguments,
+  }));
+  return { text: turn.content, toolCalls, finishReason: toolCalls.length > 0 ? "tool-calls" : "stop" };
+}
+
+function sampling(
+  options: Omit<CallOptions, "accept">,
+): Pick<BackendRequest, "temperature" | "seed" | "maxOutputTokens"> {
   return {
     ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),

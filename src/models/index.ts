@@ -19,13 +19,16 @@ export {
   withCommandLineModel,
 } from "./config.js";
 export {
+  type CallAnswer,
   type CallOptions,
   type CallResult,
   DEFAULT_CACHE_PATH,
   Models,
   type ModelsOptions,
+  type ObjectCallOptions,
   type ObjectResult,
   type ToolCallResult,
+  type Verdict,
 } from "./hub.js";
 export { ProviderGate } from "./limits.js";
 export { BUILTIN_PRICES, PriceTable } from "./prices.js";

@@ -15,14 +15,19 @@ export interface UsageRecord {
   /** Attempts made, retries included (0 for a cache hit). */
   attempts: number;
   ok: boolean;
+  /** A call made whose answer its caller refused (invalid structured output, …): paid, never cached. */
+  rejected?: boolean;
   /** True when the model has no price entry: its `costUsd` of 0 means "unknown", not "free". */
   unpriced?: boolean;
 }
 
 export interface UsageTotals {
+  /** Answers obtained, cache hits included: `calls - cachedCalls` calls were really made. */
   calls: number;
   cachedCalls: number;
   failedCalls: number;
+  /** Calls made whose answer the caller refused (and that were therefore not cached). */
+  rejectedCalls: number;
   inputTokens: number;
   outputTokens: number;
   cachedInputTokens: number;
@@ -38,6 +43,7 @@ export function emptyTotals(): UsageTotals {
     calls: 0,
     cachedCalls: 0,
     failedCalls: 0,
+    rejectedCalls: 0,
     inputTokens: 0,
     outputTokens: 0,
     cachedInputTokens: 0,
@@ -51,6 +57,7 @@ export function addUsage(totals: UsageTotals, record: UsageRecord): void {
   totals.calls++;
   if (record.cached) totals.cachedCalls++;
   if (!record.ok) totals.failedCalls++;
+  if (record.rejected) totals.rejectedCalls++;
   totals.inputTokens += record.inputTokens;
   totals.outputTokens += record.outputTokens;
   totals.cachedInputTokens += record.cachedInputTokens;
