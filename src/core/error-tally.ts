@@ -1,7 +1,7 @@
 import { TerrariumError } from "./errors.js";
 
 /** One kind of error among a batch's items: how many items had it, and the first one's id and message. */
-export interface ErrorKindCount {
+export interface BatchErrorKind {
   kind: string;
   /** Items with at least one error of this kind. */
   count: number;
@@ -12,7 +12,7 @@ export interface ErrorKindCount {
 /** How many items errored, and each kind of error among them. */
 export interface ErrorCounts {
   errored: number;
-  errorKinds: readonly ErrorKindCount[];
+  errorKinds: readonly BatchErrorKind[];
 }
 
 /**
@@ -20,7 +20,7 @@ export interface ErrorCounts {
  * command can say how many items errored and why, and fail unless that many were allowed.
  */
 export class ErrorTally {
-  private readonly byKind = new Map<string, ErrorKindCount & { ids: Set<string> }>();
+  private readonly byKind = new Map<string, BatchErrorKind & { ids: Set<string> }>();
   private readonly ids = new Set<string>();
 
   add(id: string, kind: string, message: string): void {
@@ -40,7 +40,7 @@ export class ErrorTally {
   }
 
   /** Each kind with its count and first message, in the order the kinds first appeared. */
-  kinds(): ErrorKindCount[] {
+  kinds(): BatchErrorKind[] {
     return [...this.byKind.values()].map(({ kind, count, firstId, firstMessage }) => ({
       kind,
       count,

@@ -1,6 +1,14 @@
 export { canonicalJson, hashJson, jsonEqual } from "./canonical-json.js";
 export { type Clock, isoNow, ManualClock, systemClock } from "./clock.js";
 export {
+  type BatchErrorKind,
+  type ErrorCounts,
+  ErrorTally,
+  type ErrorVerdict,
+  errorKindOf,
+  errorVerdict,
+} from "./error-tally.js";
+export {
   type ErrorCode,
   type ErrorLocation,
   formatLocation,

@@ -74,11 +74,13 @@ export {
 } from "./multi-turn-run.js";
 export { JsonFloat, parseArgumentsPreservingFloats, parseJsonPreservingFloats } from "./py-values.js";
 export {
+  type BfclRunSummary,
   type BudgetResult,
   type BudgetSummary,
   budgetLabel,
   type ItemRun,
   runBfclItem,
+  runErrors,
   summariseRuns,
 } from "./run.js";
-export { type BfclScore, type ItemScore, scoreBfcl } from "./score.js";
+export { type BfclScore, ERRORED_TYPES, type ItemScore, scoreBfcl } from "./score.js";

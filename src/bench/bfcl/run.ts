@@ -1,6 +1,6 @@
 import { Catalog } from "../../catalog/catalog.js";
 import { toolsFromDocument } from "../../catalog/load.js";
-import { type ErrorKindCount, ErrorTally, errorKindOf } from "../../core/error-tally.js";
+import { type BatchErrorKind, ErrorTally, errorKindOf } from "../../core/error-tally.js";
 import type { Models } from "../../models/hub.js";
 import type { UsageTotals } from "../../models/usage.js";
 import { type Attempt, chooseAttempt, gats } from "../../task/gats.js";
@@ -177,7 +177,7 @@ export interface BfclRunSummary {
   /** Items with an error at any budget or as a whole. */
   errored: number;
   /** Each kind of error with how many items had it and the first one's message. */
-  errorKinds: ErrorKindCount[];
+  errorKinds: BatchErrorKind[];
   budgets: BudgetSummary[];
 }
 

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { type ErrorKindCount, ErrorTally } from "../../core/error-tally.js";
+import { type BatchErrorKind, ErrorTally } from "../../core/error-tally.js";
 import { TerrariumError } from "../../core/errors.js";
 import { type AstCall, checkItem } from "./ast-checker.js";
 import {
@@ -41,7 +41,7 @@ export interface BfclScore {
   /** Items that errored (see `ItemScore.errored`): part of every accuracy, as wrong answers. */
   errored: number;
   /** Each kind of error (the item's error type) with its count and first message. */
-  errorKinds: ErrorKindCount[];
+  errorKinds: BatchErrorKind[];
   items: ItemScore[];
   /** Items of the categories with no line in the results. */
   missing: number;

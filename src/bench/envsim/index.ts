@@ -5,6 +5,7 @@
  */
 export * from "./build.js";
 export * from "./collect.js";
+export * from "./errors.js";
 export * from "./evaluate.js";
 export * from "./groups.js";
 export * from "./prompts/simulation.js";
