@@ -81,5 +81,24 @@ describe("users run: one model flag serves every role the config leaves unset", 
       const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
       expect(summary.metrics.success).toBe(1);
     });
+
+    it("with no model at all, the message names the flags users run has", async () => {
+      const config = writeScriptedConfig(dir, server.baseURL);
+      const run = await cli([
+        "--config",
+        config,
+        "users",
+        "run",
+        "--scenarios",
+        join(SCENARIOS, "retail-return.yaml"),
+        "--agent",
+        "module:examples/users/rule-agent.mjs#reply",
+        "--out",
+        join(dir, "none"),
+      ]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("or pass --user-model <provider:model> or --judge-model <provider:model>");
+      expect(run.stderr).not.toContain("--model ");
+    });
   });
 });

@@ -183,7 +183,10 @@ starts no new run and keeps unfinished ones for --resume).
       const configPath = command.optsWithGlobals().config as string | undefined;
       const { config } = loadConfig(configPath ? { path: configPath } : {});
       const roles = usersRunRoles(config.roles, options);
-      const models = new Models({ config: { ...config, roles } });
+      const models = new Models({
+        config: { ...config, roles },
+        modelFlags: ["--user-model <provider:model>", "--judge-model <provider:model>"],
+      });
       const interrupt = interruptOnSignals(io, "the runs");
       const agentTimeoutMs = options.agentTimeout * 1000;
       try {
