@@ -207,6 +207,7 @@ describe("answers that failed validation", () => {
     const real = await new Models({ config, env: {}, cache: null }).backend("local:m");
     const plain: ModelBackend = {
       name: "local:plain",
+      provider: real.provider,
       capabilities: { ...real.capabilities, tools: false },
       generate: (request) => real.generate(request),
     };

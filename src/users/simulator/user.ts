@@ -1,4 +1,4 @@
-import type { CallResult, Models } from "../../models/hub.js";
+import type { CallAnswer, CallResult, Models, Verdict } from "../../models/hub.js";
 import type { Message, ToolSpec } from "../../models/types.js";
 import type { ConversationMessage, TokenCount, UserAction } from "../conversation.js";
 import type { Scenario } from "../scenario/index.js";
@@ -109,17 +109,24 @@ export class SimulatedUser {
     let attempt = 1;
     for (;;) {
       const offerTools = this.tools.length > 0 && round < maxRounds;
+      // An empty message is not a usable answer: it is never cached, so a rerun asks the model again.
+      const accept = (answer: CallAnswer): Verdict =>
+        (offerTools && answer.toolCalls.length > 0) || !parseUserTurn(answer.text).empty
+          ? undefined
+          : ["the message is empty"];
       const result = offerTools
         ? await this.options.models.generateWithTools({
             ...this.who(),
             messages,
             tools: this.tools,
             variant: `${variant}/act${round}.${attempt}`,
+            accept,
           })
         : await this.options.models.generateText({
             ...this.who(),
             messages,
             variant: `${variant}/say.${attempt}`,
+            accept,
           });
       account(result);
       if (result.toolCalls.length > 0 && offerTools) {
