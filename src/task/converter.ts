@@ -6,7 +6,6 @@ import { toolsFromOpenApi } from "../catalog/formats/openapi.js";
 import { describeNote, LoadReport } from "../catalog/report.js";
 import { TerrariumError } from "../core/errors.js";
 import type { Models } from "../models/hub.js";
-import type { Message } from "../models/types.js";
 import { SchemaCompiler } from "../validate/ajv.js";
 import { converterSystemPrompt, converterUserPrompt } from "./prompts/converter.js";
 
@@ -141,13 +140,12 @@ async function convertOne(
   options: ConvertOptions,
 ): Promise<Array<Record<string, unknown>>> {
   const compiler = new SchemaCompiler();
-  let messages: Message[] = [
-    { role: "system", content: converterSystemPrompt() },
-    { role: "user", content: converterUserPrompt(description.text) },
-  ];
-  let problems: string[] = [];
-  for (let round = 0; round < 3; round++) {
-    const result = await options.models.generateObject<{ operations: Array<Record<string, unknown>> }>({
+  type Answer = { operations: Array<Record<string, unknown>> };
+  const operationsOf = (answer: Answer) =>
+    description.name ? named(answer.operations, description.name) : answer.operations;
+  try {
+    // The checks are the call's acceptance: an answer with problems is repaired and never cached.
+    const result = await options.models.generateObject<Answer>({
       role: options.role ?? "converter",
       temperature: 0,
       schemaName: "openapi_operations",
@@ -156,30 +154,31 @@ async function convertOne(
         properties: { operations: { type: "array", minItems: 1, items: OPERATION_SCHEMA } },
         required: ["operations"],
       },
-      messages,
-    });
-    const operations = description.name
-      ? named(result.object.operations, description.name)
-      : result.object.operations;
-    problems = checkOperations(operations, compiler);
-    if (description.name && result.object.operations.length !== 1)
-      problems.unshift(
-        `write exactly one operation for the function ${description.name} (got ${result.object.operations.length})`,
-      );
-    if (problems.length === 0) return operations;
-    messages = [
-      ...messages,
-      { role: "assistant", content: result.text },
-      {
-        role: "user",
-        content: `These operations are not usable:\n${problems.map((p) => `- ${p}`).join("\n")}\nReturn the corrected {"operations": [...]}.`,
+      messages: [
+        { role: "system", content: converterSystemPrompt() },
+        { role: "user", content: converterUserPrompt(description.text) },
+      ],
+      repairAttempts: 2,
+      accept: (answer) => {
+        const problems = checkOperations(operationsOf(answer), compiler);
+        if (description.name && answer.operations.length !== 1)
+          problems.unshift(
+            `write exactly one operation for the function ${description.name} (got ${answer.operations.length})`,
+          );
+        return problems;
       },
-    ];
+      repairPrompt: (problems) =>
+        `These operations are not usable:\n${problems.map((p) => `- ${p}`).join("\n")}\nReturn the corrected {"operations": [...]}.`,
+    });
+    return operationsOf(result.object);
+  } catch (error) {
+    if (!(error instanceof TerrariumError) || error.code !== "MODEL_OUTPUT_INVALID") throw error;
+    const problems = (error.details as { problems?: string[] } | undefined)?.problems ?? [error.message];
+    throw new TerrariumError(
+      "MODEL_OUTPUT_INVALID",
+      `the converter could not produce a usable operation${description.name ? ` for ${description.name}` : ""}: ${problems.join("; ")}`,
+    );
   }
-  throw new TerrariumError(
-    "MODEL_OUTPUT_INVALID",
-    `the converter could not produce a usable operation${description.name ? ` for ${description.name}` : ""}: ${problems.join("; ")}`,
-  );
 }
 
 /** A function's operation takes the function's name as its operationId, whatever the model called it. */
