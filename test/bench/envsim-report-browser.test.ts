@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -7,19 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderHtml, type SimulatorSummary } from "../../src/bench/envsim/report.js";
 import { type SampleScore, summarise } from "../../src/bench/envsim/score.js";
 import type { EnvSimSample } from "../../src/bench/envsim/types.js";
+import { need } from "../helpers/requirements.js";
 
 /**
  * The HTML report rendered by a real browser: Debian's chromium through playwright-core (docs/STACK.md).
  * CI installs chromium (.ci/run) and sets TERRARIUM_REQUIRE_BROWSER, so there a missing browser fails the
  * test; on a machine without /usr/bin/chromium the test says it was skipped and why.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-const required = process.env.TERRARIUM_REQUIRE_BROWSER === "1";
-if (!available && !required)
-  console.warn(
-    `envsim-report-browser: skipped, ${CHROMIUM} is absent (install it with: apt-get install -y chromium)`,
-  );
+const CHROMIUM = need("chromium", "envsim HTML report in headless Chromium");
 
 const FLAGS = [
   "--headless",
@@ -81,18 +76,14 @@ interface Box {
   height: number;
 }
 
-describe.skipIf(!available && !required)("envsim HTML report in headless Chromium", () => {
+describe.runIf(CHROMIUM)("envsim HTML report in headless Chromium", () => {
   let dir: string;
   let context: BrowserContext;
 
   beforeAll(async () => {
-    if (!available)
-      throw new Error(
-        `${CHROMIUM} is absent but TERRARIUM_REQUIRE_BROWSER=1: install it (apt-get install -y chromium)`,
-      );
     dir = mkdtempSync(join(tmpdir(), "envsim-report-browser-"));
     context = await chromium.launchPersistentContext(join(dir, "profile"), {
-      executablePath: CHROMIUM,
+      executablePath: CHROMIUM as string,
       args: FLAGS,
     });
   }, 60_000);

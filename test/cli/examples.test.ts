@@ -33,6 +33,7 @@ import { loadEnvironment } from "../../src/envs/load.js";
 import { synthesizeValid } from "../../src/sim/synthesize.js";
 import { SchemaCompiler } from "../../src/validate/ajv.js";
 import { type CliRun, cli, jsonLines } from "../helpers/cli.js";
+import { need } from "../helpers/requirements.js";
 import {
   type ScriptedLlmServer,
   type ScriptStep,
@@ -929,8 +930,31 @@ function scaled(args: string[]): string[] {
   });
 }
 
+/** Whether an example drives Chromium: `users observe`, and `users run` with a browser agent or UI mode. */
+function needsBrowser(args: string[]): boolean {
+  const command = commandOf(args).join(" ");
+  if (command === "users observe") return true;
+  if (command !== "users run") return false;
+  const modes = optionValues(args, ["--mode"]);
+  return (
+    modes.some((mode) => mode !== "api") ||
+    optionValues(args, ["--agent"]).some((a) => a.startsWith("browser:"))
+  );
+}
+
+// Without Chromium the browser examples are skipped, with one line saying so (CI requires the browser).
+let chromium: string | undefined | null = null;
+const browserAvailable = () => {
+  if (chromium === null)
+    chromium = need("chromium", "the browser examples (users observe, users run in a browser)");
+  return chromium !== undefined;
+};
+
 // A known bug's example must still fail, and says which bug in its name.
-const testFor = (example: Example) => (KNOWN_BUGS.has(example.line) ? it.fails : it);
+const testFor = (example: Example) => {
+  if (needsBrowser(parseExample(example.line).args) && !browserAvailable()) return it.skip;
+  return KNOWN_BUGS.has(example.line) ? it.fails : it;
+};
 const named = (example: Example) =>
   `${example.line}  [${example.sources.join("; ")}]` +
   (KNOWN_BUGS.has(example.line) ? `  (known bug: ${KNOWN_BUGS.get(example.line)})` : "");

@@ -1,18 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { need } from "../helpers/requirements.js";
 
-/** The Redis of the scale-out tests (`scripts/services.sh`), or undefined when the tests are to be skipped. */
-export const REDIS_URL = process.env.TERRARIUM_TEST_REDIS;
-
-if (!REDIS_URL) {
-  if (process.env.TERRARIUM_REQUIRE_SERVICES === "1")
-    throw new Error(
-      "TERRARIUM_REQUIRE_SERVICES=1 but TERRARIUM_TEST_REDIS is not set (scripts/services.sh prints it)",
-    );
-  console.warn(
-    "skipping the Redis job queue tests: set TERRARIUM_TEST_REDIS=redis://127.0.0.1:6379 (scripts/services.sh starts Redis)",
-  );
-}
+/**
+ * The Redis of the scale-out tests (`scripts/services.sh`), or undefined when the tests are to be skipped
+ * (one line says so; with TERRARIUM_REQUIRE_SERVICES set, importing this fails the file instead).
+ */
+export const REDIS_URL = need("redis", "Redis job queue tests");
 
 /** A key prefix no other test uses. */
 export function uniquePrefix(): string {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { PassThrough, Readable } from "node:stream";
@@ -7,11 +7,10 @@ import { Command } from "commander";
 import { afterAll, describe, expect, it } from "vitest";
 import { registerUsersObserveCommand, resolvePageArgument } from "../../src/cli/commands/users/observe.js";
 import type { Observation } from "../../src/users/browser/index.js";
+import { need } from "../helpers/requirements.js";
 
 /** `terrarium users observe` on the example page (a local file: no server, no network). */
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-const required = process.env.TERRARIUM_REQUIRE_BROWSER === "1";
+const CHROMIUM = need("chromium", "users observe on the example page");
 const DEMO = "examples/users/pages/observe-demo.html";
 
 async function observe(args: string[]): Promise<{ stdout: string; stderr: string; error?: unknown }> {
@@ -42,7 +41,7 @@ describe("users observe: arguments", () => {
   });
 });
 
-describe.skipIf(!available && !required)("users observe: on the example page", () => {
+describe.runIf(CHROMIUM)("users observe: on the example page", () => {
   const dir = mkdtempSync(join(tmpdir(), "users-observe-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -12,6 +12,7 @@ import {
   type ObservedElement,
   UI_ACTION_TYPES,
 } from "../../src/users/browser/index.js";
+import { need } from "../helpers/requirements.js";
 
 /**
  * The browser UI module against real pages in Debian's Chromium: a support page with a chat widget in a
@@ -19,13 +20,7 @@ import {
  * root, a select, a link opening a new tab, hidden and disabled elements. CI sets
  * TERRARIUM_REQUIRE_BROWSER=1, so there a missing browser fails; elsewhere these tests are skipped.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-const required = process.env.TERRARIUM_REQUIRE_BROWSER === "1";
-if (!available && !required)
-  console.warn(
-    `users/browser: skipped, ${CHROMIUM} is absent (install it with: apt-get install -y chromium)`,
-  );
+const CHROMIUM = need("chromium", "users/browser tests on real pages");
 
 const FIXTURES = join(import.meta.dirname, "..", "fixtures", "users-browser");
 const REPLY_DELAY_MS = 400;
@@ -75,7 +70,7 @@ const byLabel = (observation: Observation, label: string, frame?: string): Obser
   return found;
 };
 
-describe.skipIf(!available && !required)("users/browser: a session on real pages", () => {
+describe.runIf(CHROMIUM)("users/browser: a session on real pages", () => {
   let driver: BrowserDriver;
   let server: Server;
   let base: string;
@@ -83,12 +78,8 @@ describe.skipIf(!available && !required)("users/browser: a session on real pages
   let dir: string;
 
   beforeAll(async () => {
-    if (!available)
-      throw new Error(
-        `${CHROMIUM} is absent but TERRARIUM_REQUIRE_BROWSER=1: install it (apt-get install -y chromium)`,
-      );
     ({ server, base, replies } = await startServer());
-    driver = await launchBrowser({ executablePath: CHROMIUM });
+    driver = await launchBrowser({ executablePath: CHROMIUM as string });
     dir = mkdtempSync(join(tmpdir(), "users-browser-"));
   }, 60_000);
 

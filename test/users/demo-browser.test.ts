@@ -1,19 +1,15 @@
-import { existsSync } from "node:fs";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Models } from "../../src/models/hub.js";
 import { DEFAULT_CHAT_LOCATOR } from "../../src/users/browser/types.js";
 import { type ShopDemo, startShopDemo } from "../../src/users/demo/index.js";
+import { need } from "../helpers/requirements.js";
 
 /**
  * The demo shop in a real browser: Debian's chromium through playwright-core. CI sets
  * TERRARIUM_REQUIRE_BROWSER, so there a missing browser fails the test; elsewhere it is skipped, saying why.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-const required = process.env.TERRARIUM_REQUIRE_BROWSER === "1";
-if (!available && !required)
-  console.warn(`users demo browser test: skipped, ${CHROMIUM} is absent (apt-get install -y chromium)`);
+const CHROMIUM = need("chromium", "users demo in headless Chromium");
 
 const FLAGS = [
   "--headless",
@@ -23,19 +19,15 @@ const FLAGS = [
   "--disable-background-networking",
 ];
 
-describe.skipIf(!available && !required)("users demo in headless Chromium", () => {
+describe.runIf(CHROMIUM)("users demo in headless Chromium", () => {
   let demo: ShopDemo;
   let models: Models;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!available)
-      throw new Error(
-        `${CHROMIUM} is absent but TERRARIUM_REQUIRE_BROWSER=1: install it (apt-get install -y chromium)`,
-      );
     models = new Models();
     demo = await startShopDemo({ port: 0, models, seed: "browser" });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+    browser = await chromium.launch({ executablePath: CHROMIUM as string, args: FLAGS });
   }, 60_000);
 
   afterAll(async () => {

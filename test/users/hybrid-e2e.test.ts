@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ShopDemo, startShopDemo } from "../../src/users/demo/index.js";
 import { readTranscript } from "../../src/users/run/index.js";
 import { cli } from "../helpers/cli.js";
+import { need } from "../helpers/requirements.js";
 import {
   type ScriptedLlmServer,
   startScriptedLlmServer,
@@ -19,10 +20,7 @@ import { scriptedUsersResponder } from "../helpers/scripted-users.js";
  * which lives in an iframe. CI installs chromium and sets TERRARIUM_REQUIRE_BROWSER; elsewhere the test
  * says it was skipped when /usr/bin/chromium is absent.
  */
-const CHROMIUM = process.env.TERRARIUM_CHROMIUM ?? "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.TERRARIUM_REQUIRE_BROWSER !== "1")
-  console.warn(`hybrid-e2e: skipped, ${CHROMIUM} is absent (install it with: apt-get install -y chromium)`);
+const CHROMIUM = need("chromium", "users run in a browser (hybrid user, demo shop)");
 const SCENARIOS = join(
   import.meta.dirname,
   "..",
@@ -33,7 +31,7 @@ const SCENARIOS = join(
   "retail-return.yaml",
 );
 
-describe.runIf(available || process.env.TERRARIUM_REQUIRE_BROWSER === "1")("users run in a browser", () => {
+describe.runIf(CHROMIUM)("users run in a browser", () => {
   let server: ScriptedLlmServer;
   let shop: ShopDemo;
   let dir: string;
