@@ -96,8 +96,7 @@ describe("tests that need Chromium, PostgreSQL or Redis", () => {
       if (name === "test/helpers/requirements.ts" || name === "test/helpers/requirements.test.ts") continue;
       const text = readFileSync(path, "utf8");
       // Deciding by itself whether to skip or fail.
-      if (/process\.env\.TERRARIUM_REQUIRE_/.test(text))
-        offenders.push(`${name}: reads a REQUIRE variable`);
+      if (/process\.env\.TERRARIUM_REQUIRE_/.test(text)) offenders.push(`${name}: reads a REQUIRE variable`);
       if (/existsSync\([^)]*(chromium|CHROMIUM)/.test(text))
         offenders.push(`${name}: probes Chromium itself`);
       // Driving Chromium without asking whether it is there.
