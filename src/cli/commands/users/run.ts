@@ -62,6 +62,17 @@ interface UsersRunCliOptions {
   json?: boolean;
 }
 
+/** The ledger in one line: the calls really made apart from the answers the cache gave. */
+function usageLine(totals: {
+  calls: number;
+  cachedCalls: number;
+  rejectedCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+}): string {
+  return `${totals.calls - totals.cachedCalls} model calls made (${totals.cachedCalls} answered from the cache, ${totals.rejectedCalls} answers rejected), ${totals.inputTokens} in / ${totals.outputTokens} out tokens`;
+}
+
 /**
  * The roles of a users run: `--user-model` and `--judge-model` set theirs; a role the config leaves
  * unset (no role of its own, no roles.default) is served by a model given on the command line (the user's,
@@ -265,9 +276,7 @@ starts no new run and keeps unfinished ones for --resume).
           );
           if (options.json) io.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
           else printTableRow(io, summary, options.out);
-          io.stderr.write(
-            `usage: ${models.ledger.totals.calls} model calls, ${models.ledger.totals.inputTokens} in / ${models.ledger.totals.outputTokens} out tokens\n`,
-          );
+          io.stderr.write(`usage: ${usageLine(models.ledger.totals)}\n`);
           const verdict = usersRunVerdict(summary, stored, { maxErrors: options.maxErrors });
           for (const line of verdict.lines) io.stderr.write(`${line}\n`);
           if (verdict.exitCode !== 0) setExitCode(verdict.exitCode);
