@@ -1,14 +1,17 @@
 import { distance } from "fastest-levenshtein";
 import { TerrariumError } from "../core/errors.js";
 import { loadToolFile, type ToolsFromDocumentOptions, toolsFromDocument } from "./load.js";
+import { DEFS_PREFIX } from "./refs.js";
 import { type CatalogNote, describeNote, LoadReport, summariseLoad } from "./report.js";
-import { TOOL_EFFECTS, type Tool, type ToolEffect } from "./tool.js";
+import { SharedDefinitions } from "./shared-definitions.js";
+import { type JsonObjectSchema, TOOL_EFFECTS, type Tool, type ToolEffect } from "./tool.js";
 
 export const CATALOG_SCHEMA_VERSION = 1;
 
 /** A set of tools with unique names: what an agent may call. */
 export class Catalog {
   private readonly byName = new Map<string, Tool>();
+  private listing: ReturnType<Catalog["toJSON"]> | undefined;
   /** What loading noticed: normalisations, translations and skipped operations. */
   readonly report: LoadReport;
 
@@ -34,6 +37,7 @@ export class Catalog {
       });
     }
     this.byName.set(tool.name, tool);
+    this.listing = undefined;
   }
 
   get(name: string): Tool | undefined {
@@ -103,8 +107,25 @@ export class Catalog {
     );
   }
 
-  toJSON(): { schemaVersion: number; tools: Tool[] } {
-    return { schemaVersion: CATALOG_SCHEMA_VERSION, tools: this.tools };
+  /**
+   * The canonical listing. Shared definitions (a document's large or recursive schemas) are written once,
+   * under the listing's own `$defs`, and every tool's `$ref`s point there ("#/$defs/<name>" read against
+   * the listing), instead of each tool carrying every definition it reaches. Computed once.
+   */
+  toJSON(): { schemaVersion: number; tools: Tool[]; $defs?: Record<string, unknown> } {
+    if (this.listing) return this.listing;
+    const shared = new SharedDefinitions(DEFS_PREFIX);
+    const tools = this.tools.map((tool) => ({
+      ...tool,
+      inputSchema: shared.hoist(tool.inputSchema) as JsonObjectSchema,
+      ...(tool.outputSchema !== undefined ? { outputSchema: shared.hoist(tool.outputSchema) } : {}),
+    }));
+    this.listing = {
+      schemaVersion: CATALOG_SCHEMA_VERSION,
+      tools,
+      ...(shared.size > 0 ? { $defs: shared.schemas } : {}),
+    };
+    return this.listing;
   }
 
   /** The tools of one parsed document (OpenAPI 3 or function-style; strict unless a report is given). */

@@ -1,10 +1,7 @@
-import { canonicalJson } from "../core/canonical-json.js";
 import { setOwn } from "../core/immutable-json.js";
-import { escapeToken } from "../core/json-pointer.js";
 import { CATALOG_SCHEMA_VERSION, type Catalog } from "./catalog.js";
 import { EXT } from "./formats/openapi.js";
-import { isPlainObject } from "./json-schema.js";
-import { rewriteDefinitionRefs } from "./refs.js";
+import { SharedDefinitions } from "./shared-definitions.js";
 import type { JsonObjectSchema, JsonSchema, Tool } from "./tool.js";
 
 /** The error object every exported tool may answer with instead of its result. */
@@ -40,7 +37,8 @@ export interface ExportOpenApiOptions {
  */
 export function exportOpenApi(catalog: Catalog, options: ExportOpenApiOptions = {}): JsonObjectSchema {
   const paths: Record<string, unknown> = {};
-  const components = new SharedDefinitions();
+  // In an OpenAPI document "#/$defs/..." would be read against the document, not the schema.
+  const components = new SharedDefinitions("#/components/schemas/");
   for (const tool of catalog.tools) {
     const hoisted = {
       ...tool,
@@ -62,45 +60,6 @@ export function exportOpenApi(catalog: Catalog, options: ExportOpenApiOptions = 
   };
 }
 
-/**
- * Recursive definitions move to `components/schemas`: in an OpenAPI document "#/$defs/..." would be read
- * against the document, not the schema. Definitions keep their names; two different definitions with one
- * name get a numbered suffix (equal ones are written once). Reading the document back gives the same
- * `$defs`, renamed only in that case.
- */
-class SharedDefinitions {
-  readonly schemas: Record<string, unknown> = {};
-  private readonly contents = new Map<string, string>();
-
-  get size(): number {
-    return this.contents.size;
-  }
-
-  hoist(schema: JsonSchema): JsonSchema {
-    if (typeof schema !== "object" || schema === null || !isPlainObject(schema.$defs)) return schema;
-    const { $defs, ...rest } = schema;
-    const names = new Map<string, string>();
-    // Names first (bodies may refer to each other), then bodies with their references rewritten.
-    for (const [name, body] of Object.entries($defs)) names.set(name, this.place(name, canonicalJson(body)));
-    const rewrite = (node: unknown): unknown =>
-      rewriteDefinitionRefs(node, (name) => `#/components/schemas/${escapeToken(names.get(name) ?? name)}`);
-    for (const [name, body] of Object.entries($defs))
-      setOwn(this.schemas, names.get(name) as string, rewrite(body));
-    return rewrite(rest) as JsonSchema;
-  }
-
-  private place(name: string, content: string): string {
-    for (let suffix = 1; ; suffix++) {
-      const candidate = suffix === 1 ? name : `${name}_${suffix}`;
-      const existing = this.contents.get(candidate);
-      if (existing === undefined) {
-        this.contents.set(candidate, content);
-        return candidate;
-      }
-      if (existing === content) return candidate;
-    }
-  }
-}
 function operationFor(tool: Tool): Record<string, unknown> {
   const success: JsonSchema = tool.outputSchema ?? {
     description: "The tool declares no result schema.",

@@ -84,6 +84,7 @@ export class RefResolver {
   private recursiveTargets?: Set<string>;
   private readonly referenceCache = new WeakMap<object, ReadonlySet<string>>();
   private readonly sizes = new WeakMap<object, number>();
+  private readonly referenceLoops = new Map<string, string[] | null>();
 
   constructor(root: unknown, options: RefResolverOptions = {}) {
     this.root = root;
@@ -172,6 +173,16 @@ export class RefResolver {
   private target(ref: string, at: string, depth: number): unknown {
     const targetPointer = this.localPointer(ref, at);
     if (targetPointer === undefined) return {};
+    const loop = this.pureReferenceLoop(targetPointer);
+    if (loop) {
+      // A → B → C → A with nothing but references: no value is ever described, and a validator
+      // following it would never stop. Only the operations that use it are refused.
+      throw new TerrariumError(
+        "REF_CIRCULAR",
+        `$ref "${ref}" starts a loop of references that never reaches a schema: ${loop.map((pointer) => `#${pointer}`).join(" → ")}`,
+        { where: { file: this.options.file, pointer: at } },
+      );
+    }
     if (this.recursive().has(targetPointer)) {
       if (!this.definitions.has(targetPointer)) {
         // Registered before resolving the body, so references back into it stop here.
@@ -196,6 +207,35 @@ export class RefResolver {
     }
     this.inlined.set(targetPointer, resolved);
     return resolved;
+  }
+
+  /**
+   * The pointers of a loop made only of references (each schema on it is a `$ref` and annotations) that
+   * `pointer` enters, ending where the loop closes; undefined when following references reaches a schema.
+   */
+  private pureReferenceLoop(pointer: string): string[] | undefined {
+    const known = this.referenceLoops.get(pointer);
+    if (known !== undefined) return known === null ? undefined : known;
+    const chain: string[] = [];
+    let current: string | undefined = pointer;
+    let loop: string[] | undefined;
+    while (current !== undefined) {
+      if (chain.includes(current)) {
+        loop = [...chain.slice(chain.indexOf(current)), current];
+        break;
+      }
+      chain.push(current);
+      const node = getAtPointer(this.root, current);
+      if (!isPlainObject(node) || typeof node.$ref !== "string" || !node.$ref.startsWith("#")) break;
+      if (!Object.keys(node).every((key) => key === "$ref" || ANNOTATIONS.has(key))) break;
+      try {
+        current = decodeURIComponent(node.$ref.slice(1));
+      } catch {
+        current = undefined;
+      }
+    }
+    this.referenceLoops.set(pointer, loop ?? null);
+    return loop;
   }
 
   private define(pointer: string): { name: string; schema?: unknown } {

@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Tool } from "../catalog/tool.js";
 import type { Engine } from "../sim/engine.js";
 
@@ -12,9 +17,9 @@ import type { Engine } from "../sim/engine.js";
  */
 export function createMcpServer(engine: Engine, sessionId: () => Promise<string>, version = "0.1.0"): Server {
   const server = new Server({ name: "terrarium", version }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: engine.catalog.tools.map(toMcpTool),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, async (request) =>
+    listToolsPage(engine.catalog.tools, request.params?.cursor),
+  );
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const outcome = await engine.call(await sessionId(), {
       name: request.params.name,
@@ -41,6 +46,47 @@ export function createMcpServer(engine: Engine, sessionId: () => Promise<string>
     };
   });
   return server;
+}
+
+/** Most characters of tool definitions in one `tools/list` answer (a page holds at least one tool). */
+export const MCP_TOOLS_PAGE_CHARS = 4_000_000;
+
+/** Each tool's MCP definition and its size, made once per tool object. */
+const mcpTools = new WeakMap<Tool, { tool: ReturnType<typeof toMcpTool>; chars: number }>();
+
+/**
+ * One page of `tools/list`. An MCP tool's `inputSchema` must stand alone (its `$ref`s are read against
+ * itself), so each carries the shared definitions it reaches; on large API descriptions those repeat from
+ * tool to tool, and one answer holding them all could be gigabytes. Pages are cut by size instead, and the
+ * cursor is the index of the page's first tool.
+ */
+export function listToolsPage(
+  tools: readonly Tool[],
+  cursor: string | undefined,
+  maxChars = MCP_TOOLS_PAGE_CHARS,
+): { tools: Array<ReturnType<typeof toMcpTool>>; nextCursor?: string } {
+  const start = cursor === undefined ? 0 : Number(cursor);
+  if (!Number.isInteger(start) || start < 0 || start > tools.length)
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `tools/list: the cursor ${JSON.stringify(cursor)} is not one this server gave`,
+    );
+  const page: Array<ReturnType<typeof toMcpTool>> = [];
+  let chars = 0;
+  let index = start;
+  for (; index < tools.length; index++) {
+    const tool = tools[index] as Tool;
+    let entry = mcpTools.get(tool);
+    if (!entry) {
+      const definition = toMcpTool(tool);
+      entry = { tool: definition, chars: JSON.stringify(definition).length };
+      mcpTools.set(tool, entry);
+    }
+    if (page.length > 0 && chars + entry.chars > maxChars) break;
+    page.push(entry.tool);
+    chars += entry.chars;
+  }
+  return index < tools.length ? { tools: page, nextCursor: String(index) } : { tools: page };
 }
 
 function toMcpTool(tool: Tool) {

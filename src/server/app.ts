@@ -269,7 +269,11 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
       group: "docs",
       summary: "This server's routes as OpenAPI 3.1 (generated from the route table)",
       responses: { "200": { description: "The document.", schema: { type: "object" } } },
-      handle: (c) => c.json(openApi()),
+      handle: () => {
+        // Serialised once too: a large catalog's document is megabytes.
+        openApiText ??= JSON.stringify(openApi());
+        return new Response(openApiText, { headers: { "content-type": "application/json" } });
+      },
     },
     {
       method: "GET",
@@ -354,6 +358,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
 
   let document: ReturnType<typeof routesToOpenApi> | undefined;
   let docs: { html: string; csp: string } | undefined;
+  let openApiText: string | undefined;
   const openApi = () => {
     document ??= routesToOpenApi(table.routes, { schemas: tools.schemas, bearer: tokens.size > 0, version });
     return document;

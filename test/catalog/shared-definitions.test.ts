@@ -1,0 +1,158 @@
+import { describe, expect, it } from "vitest";
+import { Catalog, exportOpenApi, LoadReport, toolsFromDocument } from "../../src/catalog/index.js";
+import { canonicalJson } from "../../src/core/index.js";
+import { getAtPointer } from "../../src/core/json-pointer.js";
+import { listToolsPage } from "../../src/mcp/index.js";
+
+/**
+ * An API description whose operations each reach a long chain of large shared schemas (every schema
+ * refers to the next two), as Microsoft Graph's and Stripe's do: written per tool, the definitions a
+ * tool reaches repeat from tool to tool and the listing grows with tools × definitions.
+ */
+function webOfSchemas(operations: number, definitions: number): Record<string, unknown> {
+  const schemas: Record<string, unknown> = {};
+  for (let i = 0; i < definitions; i++) {
+    const properties: Record<string, unknown> = {};
+    for (let p = 0; p < 120; p++) properties[`field_${p}`] = { type: "string", maxLength: 40 + p };
+    if (i + 1 < definitions) properties.next = { $ref: `#/components/schemas/Thing${i + 1}` };
+    if (i + 2 < definitions) properties.after = { $ref: `#/components/schemas/Thing${i + 2}` };
+    schemas[`Thing${i}`] = { type: "object", properties };
+  }
+  const paths: Record<string, unknown> = {};
+  for (let i = 0; i < operations; i++) {
+    const schema = { $ref: `#/components/schemas/Thing${i % definitions}` };
+    paths[`/things/${i}`] = {
+      post: {
+        operationId: `update_thing_${i}`,
+        requestBody: { content: { "application/json": { schema } } },
+        responses: { "200": { description: "ok", content: { "application/json": { schema } } } },
+      },
+    };
+  }
+  return { openapi: "3.1.0", info: { title: "web", version: "1" }, paths, components: { schemas } };
+}
+
+/** Every `$ref` under `node`. */
+function refsIn(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) for (const item of node) refsIn(item, found);
+  else if (node !== null && typeof node === "object")
+    for (const [key, value] of Object.entries(node)) {
+      if (key === "$ref" && typeof value === "string") found.push(value);
+      else refsIn(value, found);
+    }
+  return found;
+}
+
+describe("shared definitions are written once per document", () => {
+  const document = webOfSchemas(120, 40);
+  const catalog = new Catalog(toolsFromDocument(document, { file: "web.json", report: new LoadReport() }));
+
+  /** The definitions the tools carry between them, each name once. */
+  const definitionNames = () =>
+    [
+      ...new Set(
+        catalog.tools.flatMap((tool) => [
+          ...Object.keys((tool.inputSchema as { $defs?: object }).$defs ?? {}),
+          ...Object.keys((tool.outputSchema as { $defs?: object } | undefined)?.$defs ?? {}),
+        ]),
+      ),
+    ].sort();
+
+  it("the listing (tools list --json, GET /tools) keeps each definition once, under its own $defs", () => {
+    expect(catalog.size).toBe(120);
+    const listing = catalog.toJSON();
+    const text = JSON.stringify(listing);
+    // Each tool standing alone repeats every definition it reaches: what the listing used to be.
+    const standalone = JSON.stringify({ tools: catalog.tools }).length;
+    expect(text.length * 5).toBeLessThan(standalone);
+    expect(Object.keys(listing.$defs ?? {}).sort()).toEqual(definitionNames());
+    for (const tool of listing.tools)
+      expect((tool.inputSchema as Record<string, unknown>).$defs).toBeUndefined();
+    // Every reference is a pointer into the listing itself.
+    const refs = refsIn(listing);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of refs) expect(getAtPointer(listing, ref.slice(1)), ref).toBeDefined();
+    // Built once: a second listing is the same object.
+    expect(catalog.toJSON()).toBe(listing);
+    // The tools themselves still stand alone (the validator and prompts read them).
+    const first = catalog.get("update_thing_0")?.inputSchema as { $defs?: object } | undefined;
+    expect(Object.keys(first?.$defs ?? {}).length).toBe(definitionNames().length);
+  });
+
+  it("the OpenAPI export keeps each definition once in components/schemas and reads back to the same tools", () => {
+    const exported = JSON.parse(JSON.stringify(exportOpenApi(catalog)));
+    expect(JSON.stringify(exported).length * 5).toBeLessThan(JSON.stringify({ tools: catalog.tools }).length);
+    expect(Object.keys(exported.components.schemas).sort()).toEqual(definitionNames());
+    const back = new Catalog(toolsFromDocument(exported, { file: "exported.json" }));
+    expect(back.size).toBe(catalog.size);
+    for (const tool of catalog.tools) expect(canonicalJson(back.get(tool.name))).toBe(canonicalJson(tool));
+  });
+
+  it("MCP tools/list pages by size; each tool's schema stands alone with the definitions it reaches", () => {
+    const maxChars = 200_000;
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = listToolsPage(catalog.tools, cursor, maxChars);
+      pages++;
+      const chars = JSON.stringify(page.tools).length;
+      expect(page.tools.length === 1 || chars <= maxChars).toBe(true);
+      for (const tool of page.tools) {
+        seen.push(tool.name);
+        for (const ref of refsIn(tool.inputSchema))
+          expect(getAtPointer(tool.inputSchema, ref.slice(1)), ref).toBeDefined();
+      }
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    expect(pages).toBeGreaterThan(1);
+    expect(seen).toEqual(catalog.names);
+    expect(() => listToolsPage(catalog.tools, "nope")).toThrow(/cursor "nope" is not one this server gave/);
+  });
+});
+
+describe("a loop made only of references", () => {
+  it("costs the operations that use it, not the file", () => {
+    const document = {
+      openapi: "3.1.0",
+      info: { title: "loop", version: "1" },
+      paths: {
+        "/good": {
+          post: {
+            operationId: "good",
+            requestBody: {
+              content: { "application/json": { schema: { $ref: "#/components/schemas/Fine" } } },
+            },
+            responses: { "200": { description: "ok" } },
+          },
+        },
+        "/bad": {
+          post: {
+            operationId: "bad",
+            requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/A" } } } },
+            responses: { "200": { description: "ok" } },
+          },
+        },
+      },
+      components: {
+        schemas: {
+          Fine: { type: "object", properties: { name: { type: "string" } } },
+          A: { $ref: "#/components/schemas/B" },
+          B: { $ref: "#/components/schemas/C", description: "annotations do not make a schema" },
+          C: { $ref: "#/components/schemas/A" },
+        },
+      },
+    };
+    const report = new LoadReport();
+    const catalog = new Catalog(toolsFromDocument(document, { file: "loop.json", report }));
+    expect(catalog.names).toEqual(["good"]);
+    expect(report.skipped).toEqual([
+      expect.objectContaining({
+        code: "REF_CIRCULAR",
+        file: "loop.json",
+        message:
+          '$ref "#/components/schemas/A" starts a loop of references that never reaches a schema: #/components/schemas/A → #/components/schemas/B → #/components/schemas/C → #/components/schemas/A',
+      }),
+    ]);
+  });
+});
