@@ -76,7 +76,12 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
       io.stderr.write(`terrarium: ${error.describe()}\n`);
       return 2;
     }
-    io.stderr.write(`terrarium: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    // Not an input problem terrarium recognised: one line says what failed; the stack is for a bug report.
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const debug = process.env.TERRARIUM_DEBUG && error instanceof Error ? `\n${error.stack}` : "";
+    io.stderr.write(
+      `terrarium: unexpected error: ${message.split("\n")[0]}${debug ? debug : " (TERRARIUM_DEBUG=1 shows where)"}\n`,
+    );
     return 1;
   }
 }
