@@ -21,6 +21,7 @@ export {
   type SchemaWarn,
   toJsonSchema2020,
 } from "./normalise.js";
+export { PROMPT_SCHEMA_CHARS, schemaForPrompt } from "./prompt-schema.js";
 export { parseDocument, readDocument } from "./read-document.js";
 export { DEFS_PREFIX, embedSchema, RefResolver, resolveLocalRefs, rewriteDefinitionRefs } from "./refs.js";
 export {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { Catalog, exportOpenApi, LoadReport, toolsFromDocument } from "../../src/catalog/index.js";
+import {
+  Catalog,
+  exportOpenApi,
+  LoadReport,
+  PROMPT_SCHEMA_CHARS,
+  schemaForPrompt,
+  toolsFromDocument,
+} from "../../src/catalog/index.js";
 import { canonicalJson } from "../../src/core/index.js";
 import { getAtPointer } from "../../src/core/json-pointer.js";
 import { listToolsPage } from "../../src/mcp/index.js";
@@ -108,6 +115,26 @@ describe("shared definitions are written once per document", () => {
     expect(pages).toBeGreaterThan(1);
     expect(seen).toEqual(catalog.names);
     expect(() => listToolsPage(catalog.tools, "nope")).toThrow(/cursor "nope" is not one this server gave/);
+  });
+});
+
+describe("a tool schema in a prompt", () => {
+  it("is the schema itself when small, and its shared definitions only as deep as fits when large", () => {
+    const small = { type: "object", properties: { id: { type: "string" } } };
+    expect(schemaForPrompt(small)).toBe(small);
+    const catalog = new Catalog(
+      toolsFromDocument(webOfSchemas(3, 40), { file: "web.json", report: new LoadReport() }),
+    );
+    const schema = catalog.get("update_thing_0")?.inputSchema;
+    expect(JSON.stringify(schema).length).toBeGreaterThan(5 * PROMPT_SCHEMA_CHARS);
+    const shown = schemaForPrompt(schema);
+    const text = JSON.stringify(shown);
+    expect(text.length).toBeLessThanOrEqual(PROMPT_SCHEMA_CHARS);
+    expect(text).not.toContain('"$defs"');
+    expect(text).not.toContain('"$ref"');
+    // The arguments themselves are shown; what is cut is named.
+    expect(text).toContain('"field_0"');
+    expect(text).toMatch(/Thing\d+: a shared definition, not shown here/);
   });
 });
 

@@ -1,3 +1,4 @@
+import { schemaForPrompt } from "../../catalog/prompt-schema.js";
 import type { ToolSpec } from "../types.js";
 
 /**
@@ -9,7 +10,7 @@ export function toolInstruction(tools: ToolSpec[]): string {
   const list = tools
     .map(
       (tool) =>
-        `- ${tool.name}: ${tool.description || "(no description)"}\n  arguments schema: ${JSON.stringify(tool.inputSchema)}`,
+        `- ${tool.name}: ${tool.description || "(no description)"}\n  arguments schema: ${JSON.stringify(schemaForPrompt(tool.inputSchema))}`,
     )
     .join("\n");
   return [

@@ -1,3 +1,5 @@
+import { schemaForPrompt } from "../../catalog/prompt-schema.js";
+
 /**
  * Prompts of the `llm` simulator. Inputs (always as delimited JSON data, never as instructions): the tool
  * (name, description, argument and result schemas), the call's arguments, the current state, and the
@@ -35,5 +37,13 @@ export function simulatorUserPrompt(data: {
   history: unknown[];
   observation?: unknown;
 }): string {
-  return ["<data>", JSON.stringify(data, null, 1), "</data>"].join("\n");
+  // Large shared definitions are shown only as deep as fits; the validator has the whole schema.
+  const tool = {
+    ...data.tool,
+    inputSchema: schemaForPrompt(data.tool.inputSchema),
+    ...(data.tool.outputSchema !== undefined
+      ? { outputSchema: schemaForPrompt(data.tool.outputSchema) }
+      : {}),
+  };
+  return ["<data>", JSON.stringify({ ...data, tool }, null, 1), "</data>"].join("\n");
 }
