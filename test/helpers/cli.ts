@@ -1,3 +1,5 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { runCli } from "../../src/cli/main.js";
 
@@ -24,4 +26,43 @@ export function jsonLines(text: string): Array<Record<string, any>> {
     .split("\n")
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line));
+}
+
+/** The CLI in a process of its own (as CI runs it): its stderr as it comes, and its exit code. */
+export interface CliProcess {
+  child: ChildProcess;
+  stderr(): string;
+  stdout(): string;
+  exit: Promise<number | null>;
+}
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+export function spawnCli(args: string[]): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT });
+  let stderr = "";
+  let stdout = "";
+  child.stderr?.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  child.stdout?.on("data", (chunk) => {
+    stdout += chunk;
+  });
+  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, stderr: () => stderr, stdout: () => stdout, exit };
+}
+
+/** Resolves when the process's stderr matches (on its data events, never by polling a clock). */
+export function waitForStderr(run: CliProcess, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (pattern.test(run.stderr())) {
+        run.child.stderr?.off("data", check);
+        resolve();
+      }
+    };
+    run.child.stderr?.on("data", check);
+    run.child.once("close", () => reject(new Error(`exited before ${pattern}: ${run.stderr()}`)));
+    check();
+  });
 }

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -14,6 +13,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnCli, waitForStderr } from "../helpers/cli.js";
 import { need } from "../helpers/requirements.js";
 import {
   type ScriptedLlmServer,
@@ -35,32 +35,6 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const EXAMPLE = join(ROOT, "examples", "users", "scenarios");
 /** Scenarios whose user's model calls wait until the test releases them (their profile names this user). */
 const HELD = "Held Rossi";
-
-function start(args: string[]): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT });
-  let stderr = "";
-  child.stderr?.on("data", (chunk) => {
-    stderr += chunk;
-  });
-  child.stdout?.resume();
-  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, stderr: () => stderr, exit };
-}
-
-/** Resolves when the child's stderr matches (on its data events, never by polling a clock). */
-function waitForStderr(child: ChildProcess, seen: () => string, pattern: RegExp): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (pattern.test(seen())) {
-        child.stderr?.off("data", check);
-        resolve();
-      }
-    };
-    child.stderr?.on("data", check);
-    child.once("close", () => reject(new Error(`exited before ${pattern}: ${seen()}`)));
-    check();
-  });
-}
 
 const CLOCKS = ["startedAt", "durationMs", "timing", "latencyMs"];
 
@@ -183,8 +157,8 @@ describe.runIf(CHROMIUM)("users run in a browser: interrupting keeps the work", 
 
   it("SIGINT after the first run leaves the others for --resume, which makes the folder equal an uninterrupted run", async () => {
     const out = join(dir, "interrupted");
-    const first = start(args(out));
-    await waitForStderr(first.child, first.stderr, /^1\/3 runs \(a\.1: stop after 2 turns\)$/m);
+    const first = spawnCli(args(out));
+    await waitForStderr(first, /^1\/3 runs \(a\.1: stop after 2 turns\)$/m);
     first.child.kill("SIGINT");
     expect(await first.exit).toBe(130);
     expect(first.stderr()).toMatch(/^interrupted: 2 runs to resume; rerun with --resume$/m);
@@ -203,7 +177,7 @@ describe.runIf(CHROMIUM)("users run in a browser: interrupting keeps the work", 
 
     const kept = readFileSync(join(out, "transcripts", "a.1.jsonl"), "utf8");
     gate.release();
-    const resumed = start(args(out, "--resume"));
+    const resumed = spawnCli(args(out, "--resume"));
     expect(await resumed.exit).toBe(0);
     expect(resumed.stderr()).toContain("kept 1 finished run(s)");
     // Exactly the missing runs were played: a's transcript is the same file, clocks and all.
@@ -211,7 +185,7 @@ describe.runIf(CHROMIUM)("users run in a browser: interrupting keeps the work", 
     expect(readFileSync(join(out, "transcripts", "a.1.jsonl"), "utf8")).toBe(kept);
 
     const whole = join(dir, "whole");
-    const uninterrupted = start(args(whole));
+    const uninterrupted = spawnCli(args(whole));
     expect(await uninterrupted.exit).toBe(0);
 
     const names = readdirSync(join(whole, "transcripts")).sort();

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -12,9 +11,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli } from "../helpers/cli.js";
-
-const ROOT = join(import.meta.dirname, "..", "..");
+import { cli, spawnCli } from "../helpers/cli.js";
 
 import {
   type ScriptedLlmServer,
@@ -40,22 +37,6 @@ function scenario(id: string): string {
     "knowledge: Your email is yusuf.rossi7301@example.com.",
     "max_turns: 3",
   ].join("\n");
-}
-
-/** The CLI as CI runs it: its own process, so a promise that never settles cannot hide behind the test's. */
-function terrarium(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 /**
@@ -119,7 +100,9 @@ describe("users run: exit codes and error lines tell the truth", () => {
 
   it("a hanging and a failing agent make exit 1 with one line per kind of error; the good run is whole", async () => {
     const out = join(dir, "mixed");
-    const run = await terrarium(args(out));
+    // Its own process, as CI runs it: a promise that never settles cannot hide behind the test's.
+    const child = spawnCli(args(out));
+    const run = { code: await child.exit, stderr: child.stderr() };
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(
       /^agent_error: 2 \(first, hangs\.1: the agent failed: the agent gave no answer within 1 s \(--agent-timeout\)\)$/m,

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -11,14 +10,13 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnCli, waitForStderr } from "../helpers/cli.js";
 import {
   type ScriptedLlmServer,
   startScriptedLlmServer,
   writeScriptedConfig,
 } from "../helpers/scripted-llm-server.js";
 import { scriptedUsersResponder } from "../helpers/scripted-users.js";
-
-const ROOT = join(import.meta.dirname, "..", "..");
 
 function scenario(id: string): string {
   return [
@@ -28,32 +26,6 @@ function scenario(id: string): string {
     "knowledge: Your email is yusuf.rossi7301@example.com.",
     "max_turns: 3",
   ].join("\n");
-}
-
-function start(args: string[]): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT });
-  let stderr = "";
-  child.stderr?.on("data", (chunk) => {
-    stderr += chunk;
-  });
-  child.stdout?.resume();
-  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, stderr: () => stderr, exit };
-}
-
-/** Resolves when the child's stderr matches (on the data event, never by polling a clock). */
-function waitForStderr(child: ChildProcess, seen: () => string, pattern: RegExp): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (pattern.test(seen())) {
-        child.stderr?.off("data", check);
-        resolve();
-      }
-    };
-    child.stderr?.on("data", check);
-    child.once("close", () => reject(new Error(`exited before ${pattern}: ${seen()}`)));
-    check();
-  });
 }
 
 /** A transcript without what differs between two plays of the same run (clocks). */
@@ -131,8 +103,8 @@ export async function reply({ scenario }) {
 
   it("SIGINT leaves the unfinished runs for --resume, which makes the folder equal an uninterrupted run", async () => {
     const out = join(dir, "interrupted");
-    const first = start(args(out));
-    await waitForStderr(first.child, first.stderr, /^1\/3 runs/m);
+    const first = spawnCli(args(out));
+    await waitForStderr(first, /^1\/3 runs/m);
     first.child.kill("SIGINT");
     expect(await first.exit).toBe(130);
     expect(first.stderr()).toMatch(/^interrupted: 2 runs to resume; rerun with --resume$/m);
@@ -141,11 +113,11 @@ export async function reply({ scenario }) {
     expect(existsSync(join(out, "summary.json"))).toBe(false);
 
     writeFileSync(release, "go");
-    const resumed = start(args(out, "--resume"));
+    const resumed = spawnCli(args(out, "--resume"));
     expect(await resumed.exit).toBe(0);
     expect(resumed.stderr()).toContain("kept 1 finished run(s)");
     const whole = join(dir, "whole");
-    const uninterrupted = start(args(whole));
+    const uninterrupted = spawnCli(args(whole));
     expect(await uninterrupted.exit).toBe(0);
 
     const names = readdirSync(join(whole, "transcripts")).sort();
