@@ -9,6 +9,7 @@ import { convertSwagger2, isSwagger2Document } from "./formats/swagger2.js";
 import { isPlainObject } from "./json-schema.js";
 import { readDocument } from "./read-document.js";
 import type { LoadReport } from "./report.js";
+import { withReachableDefinitions } from "./shared-definitions.js";
 import type { Tool, ToolFormat } from "./tool.js";
 
 export interface ToolsFromDocumentOptions {
@@ -59,7 +60,25 @@ export function toolsFromDocument(document: unknown, options: ToolsFromDocumentO
     if (isPlainObject(document.result) && Array.isArray(document.result.tools)) {
       return readList(document.result.tools, "/result/tools");
     }
-    if (Array.isArray(document.tools)) return readList(document.tools, "/tools");
+    if (Array.isArray(document.tools)) {
+      // A catalog listing (`tools list --json`, GET /tools) keeps shared definitions once, at its root.
+      const shared = document.$defs;
+      if (!isPlainObject(shared)) return readList(document.tools, "/tools");
+      const direct = new Map<string, string[]>();
+      const attach = (schema: unknown) => withReachableDefinitions(schema, shared, direct);
+      return readList(
+        document.tools.map((item) =>
+          isPlainObject(item)
+            ? {
+                ...item,
+                ...(item.inputSchema !== undefined ? { inputSchema: attach(item.inputSchema) } : {}),
+                ...(item.outputSchema !== undefined ? { outputSchema: attach(item.outputSchema) } : {}),
+              }
+            : item,
+        ),
+        "/tools",
+      );
+    }
     if (Array.isArray(document.function)) return readList(document.function, "/function");
     return [readOne(document, "", forced, file, report)];
   }

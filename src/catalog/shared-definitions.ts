@@ -2,7 +2,7 @@ import { canonicalJson } from "../core/canonical-json.js";
 import { setOwn } from "../core/immutable-json.js";
 import { escapeToken } from "../core/json-pointer.js";
 import { isPlainObject } from "./json-schema.js";
-import { rewriteDefinitionRefs } from "./refs.js";
+import { DEFS_PREFIX, rewriteDefinitionRefs } from "./refs.js";
 import type { JsonSchema } from "./tool.js";
 
 /**
@@ -74,4 +74,55 @@ export class SharedDefinitions {
     }
     return placedName;
   }
+}
+
+/**
+ * The reverse of hoisting, for reading a listing back: `schema` with the `$defs` it reaches (directly or
+ * through other definitions) taken from `shared`, the listing's own `$defs`. Definitions the schema
+ * carries itself win. `direct` caches each definition's own references across the tools of one listing.
+ */
+export function withReachableDefinitions(
+  schema: unknown,
+  shared: Record<string, unknown>,
+  direct = new Map<string, string[]>(),
+): unknown {
+  if (!isPlainObject(schema)) return schema;
+  const own = isPlainObject(schema.$defs) ? schema.$defs : {};
+  const reached = new Set<string>();
+  const pending = definitionNamesIn(schema);
+  while (pending.length > 0) {
+    const name = pending.pop() as string;
+    if (reached.has(name) || Object.hasOwn(own, name) || !Object.hasOwn(shared, name)) continue;
+    reached.add(name);
+    let names = direct.get(name);
+    if (names === undefined) {
+      names = definitionNamesIn(shared[name]);
+      direct.set(name, names);
+    }
+    pending.push(...names);
+  }
+  if (reached.size === 0) return schema;
+  const $defs: Record<string, unknown> = { ...own };
+  for (const name of [...reached].sort()) setOwn($defs, name, shared[name]);
+  return { ...schema, $defs };
+}
+
+/** The names in the `#/$defs/<name>` references under `node`. */
+function definitionNamesIn(node: unknown): string[] {
+  const names: string[] = [];
+  const pending: unknown[] = [node];
+  while (pending.length > 0) {
+    const current = pending.pop();
+    if (current === null || typeof current !== "object") continue;
+    if (Array.isArray(current)) {
+      pending.push(...current);
+      continue;
+    }
+    for (const [key, value] of Object.entries(current)) {
+      if (key === "$ref" && typeof value === "string" && value.startsWith(DEFS_PREFIX))
+        names.push(value.slice(DEFS_PREFIX.length).replace(/~1/g, "/").replace(/~0/g, "~"));
+      else pending.push(value);
+    }
+  }
+  return names;
 }

@@ -86,6 +86,24 @@ describe("shared definitions are written once per document", () => {
     expect(Object.keys(first?.$defs ?? {}).length).toBe(definitionNames().length);
   });
 
+  it("a saved listing is a tool file: read back, every tool has its schemas and their definitions", () => {
+    // Fewer tools: a listing's tools are read one by one, each with the definitions it reaches.
+    const small = new Catalog(
+      toolsFromDocument(webOfSchemas(12, 40), { file: "web.json", report: new LoadReport() }),
+    );
+    const report = new LoadReport();
+    const back = new Catalog(
+      toolsFromDocument(JSON.parse(JSON.stringify(small.toJSON())), { file: "listing.json", report }),
+    );
+    expect(report.toJSON().warnings).toEqual([]);
+    expect(back.names).toEqual(small.names);
+    for (const tool of small.tools) {
+      const read = back.get(tool.name);
+      expect(canonicalJson(read?.inputSchema)).toBe(canonicalJson(tool.inputSchema));
+      expect(canonicalJson(read?.outputSchema)).toBe(canonicalJson(tool.outputSchema));
+    }
+  });
+
   it("the OpenAPI export keeps each definition once in components/schemas and reads back to the same tools", () => {
     const exported = JSON.parse(JSON.stringify(exportOpenApi(catalog)));
     expect(JSON.stringify(exported).length * 5).toBeLessThan(JSON.stringify({ tools: catalog.tools }).length);
