@@ -182,6 +182,21 @@ async function play(
 }
 
 describe("the browser user", () => {
+  it("an action missing what it needs is asked again (a repair turn), not taken and not cached", async () => {
+    const { result, page, backend } = await play("ui-only", [
+      { ui: { type: "click" } },
+      { ui: { type: "type", target: "chat-input", text: "Has order W1 shipped?", enter: true } },
+      { ui: { type: "terminate" } },
+    ]);
+    // The repair request tells the model what was wrong; the page only ever saw valid actions.
+    const repair = backend.requests.find((request) =>
+      JSON.stringify(request.messages).includes('action \\"click\\" needs \\"target\\"'),
+    );
+    expect(repair).toBeDefined();
+    expect(page.actions.map((action) => action.type)).toEqual(["type", "terminate"]);
+    expect(result.transcript[0]).toEqual({ role: "user", content: "Has order W1 shipped?" });
+  });
+
   it("hybrid: calls its own tool, types into the chat, reads the reply from the widget, and terminates", async () => {
     const calls = [{ tool: "get_order_details", arguments: { order_id: "W1" }, status: "ok", result: {} }];
     const { result, page } = await play(
@@ -254,9 +269,9 @@ describe("the browser user", () => {
     ]);
     expect(backend.requests.some((r) => r.json?.name === "route_decision" || r.tools)).toBe(false);
     const steps = result.steps.map((s) => [s.action.tool, s.action.status]);
+    // The click without a target was asked again (a repair turn), so it never became a step.
     expect(steps).toEqual([
       ["type", "error"],
-      ["click", "error"],
       ["type", "ok"],
     ]);
     // The page's error and the invalid action reached the model's next prompts.
@@ -273,13 +288,13 @@ describe("the browser user", () => {
         turn: 1,
         user: "Has it shipped? Thanks!",
         stop: "stop",
-        userUsage: { inputTokens: 28, outputTokens: 12, calls: 4 },
+        // Three calls (plan, two actions); the repaired action's two answers are both paid for.
+        userUsage: { inputTokens: 28, outputTokens: 12, calls: 3 },
       }),
     ]);
     expect(result.turns[0]?.agent).toBeUndefined();
     expect(result.turns[0]?.actions.map((a) => [a.tool, a.status, a.message])).toEqual([
       ["type", "error", "no element with id nope"],
-      ["click", "error", 'action "click" needs "target"'],
       ["type", "ok", "not typed: the message ends the conversation"],
     ]);
   });

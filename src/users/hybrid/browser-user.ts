@@ -303,6 +303,11 @@ export async function simulateBrowserConversation(
             messages: [...base, { role: "user", content: view(UI_ASK) }],
             schema: UI_ACTION_SCHEMA,
             schemaName: "ui_action",
+            // An action missing what it needs is asked again, never cached: a rerun must not replay it.
+            accept: (object) => {
+              const checked = toUiAction(object);
+              return "error" in checked ? [checked.error] : undefined;
+            },
           }),
         );
         modelMs += account(answer);
