@@ -32,21 +32,34 @@ const SCHEMA_HOMES = /^\/(components\/schemas|definitions|\$defs)\/[^/]+$/;
 /** Where documents keep the reusable parts of operations that are not schemas. */
 const STRUCTURE_HOMES =
   /^\/components\/(parameters|responses|requestBodies|headers|examples|links|callbacks|pathItems)\//;
-/** A shared schema larger than this many objects and arrays, fully expanded, is kept as a definition. */
+/**
+ * A shared schema larger than this many objects and arrays, fully expanded, is kept as a definition;
+ * text counts too, one node per `CHARS_PER_NODE` characters.
+ */
 const MAX_INLINED_NODES = 200;
 /**
- * Objects and arrays in `node` once expanded (shared parts counted each time), counted up to `cap` + 1;
- * `sizes` remembers parts already counted.
+ * Text weighs in because a schema can be few objects and much text: Microsoft Graph's base entity is a
+ * discriminator mapping of a thousand names (67 KB in three objects), and inlined into every schema
+ * derived from it, it made single tool schemas megabytes and the listing gigabytes.
+ */
+const CHARS_PER_NODE = 100;
+/**
+ * Objects and arrays in `node` once expanded (shared parts counted each time), plus its text in units of
+ * `CHARS_PER_NODE`, counted up to `cap` + 1; `sizes` remembers parts already counted.
  */
 function expandedSize(node: unknown, cap: number, sizes: WeakMap<object, number>): number {
   if (node === null || typeof node !== "object") return 0;
   const known = sizes.get(node);
   if (known !== undefined) return known;
   let total = 1;
-  for (const child of Array.isArray(node) ? node : Object.values(node)) {
-    total += expandedSize(child, cap, sizes);
-    if (total > cap) break;
+  let chars = 0;
+  for (const [key, child] of Object.entries(node)) {
+    if (!Array.isArray(node)) chars += key.length;
+    if (typeof child === "string") chars += child.length;
+    else total += expandedSize(child, cap, sizes);
+    if (total + chars / CHARS_PER_NODE > cap) break;
   }
+  total += Math.floor(chars / CHARS_PER_NODE);
   const size = Math.min(total, cap + 1);
   sizes.set(node, size);
   return size;

@@ -10,7 +10,7 @@ import {
 import { canonicalJson } from "../../src/core/index.js";
 import { getAtPointer } from "../../src/core/json-pointer.js";
 import { listToolsPage } from "../../src/mcp/index.js";
-import { refsIn, webOfSchemas } from "./web-of-schemas.js";
+import { refsIn, textHeavyBase, webOfSchemas } from "./web-of-schemas.js";
 
 describe("shared definitions are written once per document", () => {
   const document = webOfSchemas(120, 40);
@@ -95,6 +95,23 @@ describe("shared definitions are written once per document", () => {
     expect(pages).toBeGreaterThan(1);
     expect(seen).toEqual(catalog.names);
     expect(() => listToolsPage(catalog.tools, "nope")).toThrow(/cursor "nope" is not one this server gave/);
+  });
+});
+
+describe("a shared schema of few objects and much text", () => {
+  it("is kept once as a definition, so the listing and the export grow with the document, not tools × text", () => {
+    const document = textHeavyBase(200, 20);
+    const documentChars = JSON.stringify(document).length;
+    const catalog = new Catalog(toolsFromDocument(document, { file: "text.json", report: new LoadReport() }));
+    expect(catalog.size).toBe(200);
+    // Inlined, the 50 KB mapping would be in each of the 400 schemas: 20 MB for a 60 KB document.
+    const listing = JSON.stringify(catalog.toJSON());
+    expect(listing.length).toBeLessThan(3 * documentChars);
+    expect(Object.keys(catalog.toJSON().$defs ?? {})).toEqual(["base"]);
+    const exported = JSON.stringify(exportOpenApi(catalog));
+    expect(exported.length).toBeLessThan(3 * documentChars);
+    const back = new Catalog(toolsFromDocument(JSON.parse(exported), { file: "exported.json" }));
+    for (const tool of catalog.tools) expect(canonicalJson(back.get(tool.name))).toBe(canonicalJson(tool));
   });
 });
 

@@ -36,3 +36,41 @@ export function refsIn(node: unknown, found: string[] = []): string[] {
     }
   return found;
 }
+
+/**
+ * An API description shaped like Microsoft Graph's: one base schema that is few objects but much text
+ * (a discriminator mapping naming every derived type), and `derived` schemas built on it with `allOf`,
+ * each used by `operations / derived` operations.
+ */
+export function textHeavyBase(operations: number, derived: number): Record<string, unknown> {
+  const mapping: Record<string, string> = {};
+  for (let i = 0; i < 600; i++)
+    mapping[`#example.graph.derivedKindNumber${i}`] =
+      `#/components/schemas/example.graph.derivedKindNumber${i}`;
+  const schemas: Record<string, unknown> = {
+    base: {
+      type: "object",
+      properties: { id: { type: "string" }, "@odata.type": { type: "string" } },
+      discriminator: { propertyName: "@odata.type", mapping },
+    },
+  };
+  for (let i = 0; i < derived; i++)
+    schemas[`Derived${i}`] = {
+      allOf: [
+        { $ref: "#/components/schemas/base" },
+        { type: "object", properties: { [`name_${i}`]: { type: "string" } } },
+      ],
+    };
+  const paths: Record<string, unknown> = {};
+  for (let i = 0; i < operations; i++) {
+    const schema = { $ref: `#/components/schemas/Derived${i % derived}` };
+    paths[`/items/${i}`] = {
+      patch: {
+        operationId: `update_item_${i}`,
+        requestBody: { content: { "application/json": { schema } } },
+        responses: { "200": { description: "ok", content: { "application/json": { schema } } } },
+      },
+    };
+  }
+  return { openapi: "3.0.3", info: { title: "text", version: "1" }, paths, components: { schemas } };
+}
