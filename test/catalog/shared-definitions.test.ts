@@ -174,6 +174,7 @@ describe("a loop made only of references", () => {
       expect.objectContaining({
         code: "REF_CIRCULAR",
         file: "loop.json",
+        pointer: "/paths/~1bad/post/requestBody/content/application~1json/schema",
         message:
           '$ref "#/components/schemas/A" starts a loop of references that never reaches a schema: #/components/schemas/A → #/components/schemas/B → #/components/schemas/C → #/components/schemas/A',
       }),
