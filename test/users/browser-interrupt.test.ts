@@ -21,6 +21,7 @@ import {
   writeScriptedConfig,
 } from "../helpers/scripted-llm-server.js";
 import { scriptedUsersResponder } from "../helpers/scripted-users.js";
+import { comparableSummary, comparableTranscript } from "../helpers/users-folders.js";
 
 /**
  * Ctrl-C in a browser run (hybrid user, real Chromium, the demo shop): the run that finished is kept, the
@@ -35,24 +36,6 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const EXAMPLE = join(ROOT, "examples", "users", "scenarios");
 /** Scenarios whose user's model calls wait until the test releases them (their profile names this user). */
 const HELD = "Held Rossi";
-
-const CLOCKS = ["startedAt", "durationMs", "timing", "latencyMs"];
-
-/** A transcript without what differs between two plays of the same run (clocks). */
-function comparable(file: string): unknown[] {
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line, (key, value) => (CLOCKS.includes(key) ? undefined : value)));
-}
-
-function summary(folder: string) {
-  const { metrics, runs, scenarios, failures } = JSON.parse(
-    readFileSync(join(folder, "summary.json"), "utf8"),
-    (key, value) => (CLOCKS.includes(key) ? undefined : value),
-  );
-  return { metrics, runs, scenarios, failures };
-}
 
 /**
  * An OpenAI-compatible front for the scripted server that holds every request of a held scenario until
@@ -170,7 +153,7 @@ describe.runIf(CHROMIUM)("users run in a browser: interrupting keeps the work", 
     expect(files.slice(1)).toContain("b.1.jsonl.partial");
     expect(files.slice(1).every((name) => name.endsWith(".partial"))).toBe(true);
     for (const name of files.slice(1)) {
-      const lines = comparable(join(out, "transcripts", name)) as Array<{ type: string }>;
+      const lines = comparableTranscript(join(out, "transcripts", name)) as Array<{ type: string }>;
       expect(lines.map((line) => line.type)).toEqual(["run"]);
     }
     expect(existsSync(join(out, "summary.json"))).toBe(false);
@@ -192,11 +175,11 @@ describe.runIf(CHROMIUM)("users run in a browser: interrupting keeps the work", 
     expect(names).toEqual(["a.1.jsonl", "b.1.jsonl", "c.1.jsonl"]);
     expect(readdirSync(join(out, "transcripts")).sort()).toEqual(names);
     for (const name of names)
-      expect(comparable(join(out, "transcripts", name))).toEqual(
-        comparable(join(whole, "transcripts", name)),
+      expect(comparableTranscript(join(out, "transcripts", name))).toEqual(
+        comparableTranscript(join(whole, "transcripts", name)),
       );
-    expect(summary(out)).toEqual(summary(whole));
+    expect(comparableSummary(out)).toEqual(comparableSummary(whole));
     // The runs really played in the browser: a conversation, then the stop, in each.
-    expect(summary(whole).runs.endReasons).toEqual({ stop: 3 });
+    expect(comparableSummary(whole).runs.endReasons).toEqual({ stop: 3 });
   }, 240_000);
 });

@@ -12,13 +12,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, spawnCli } from "../helpers/cli.js";
-
 import {
   type ScriptedLlmServer,
   startScriptedLlmServer,
   writeScriptedConfig,
 } from "../helpers/scripted-llm-server.js";
 import { scriptedUsersResponder } from "../helpers/scripted-users.js";
+import { minimalScenario } from "../helpers/users-folders.js";
 
 /** A port nothing listens on: bound, then released. */
 async function closedPort(): Promise<number> {
@@ -27,16 +27,6 @@ async function closedPort(): Promise<number> {
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
-}
-
-function scenario(id: string): string {
-  return [
-    `id: ${id}`,
-    "profile: You are a customer of an online shop.",
-    "goal: You want to return the headphones from order #W2378156.",
-    "knowledge: Your email is yusuf.rossi7301@example.com.",
-    "max_turns: 3",
-  ].join("\n");
 }
 
 /**
@@ -59,7 +49,7 @@ describe("users run: exit codes and error lines tell the truth", () => {
     scenarios = join(dir, "scenarios");
     mkdirSync(scenarios);
     for (const id of ["good", "hangs", "unreachable"])
-      writeFileSync(join(scenarios, `${id}.yaml`), scenario(id));
+      writeFileSync(join(scenarios, `${id}.yaml`), minimalScenario(id));
     deadPort = await closedPort();
     agent = join(dir, "agent.mjs");
     writeFileSync(
@@ -178,7 +168,7 @@ describe("users run: exit codes and error lines tell the truth", () => {
     mkdirSync(bad);
     writeFileSync(join(bad, "a.yaml"), "id: a\nprofile: x\ngoal: y\nmax_turns: 2\n");
     writeFileSync(join(bad, "b.yaml"), "id: b\nprofile: x\ngoal: y\nknowledge: k\nmax_turns: zero\n");
-    writeFileSync(join(bad, "c.yaml"), scenario("c"));
+    writeFileSync(join(bad, "c.yaml"), minimalScenario("c"));
     const before = server.requests.length;
     const run = await cli([
       "--config",

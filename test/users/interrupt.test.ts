@@ -1,12 +1,4 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,28 +9,7 @@ import {
   writeScriptedConfig,
 } from "../helpers/scripted-llm-server.js";
 import { scriptedUsersResponder } from "../helpers/scripted-users.js";
-
-function scenario(id: string): string {
-  return [
-    `id: ${id}`,
-    "profile: You are a customer of an online shop.",
-    "goal: You want to return the headphones from order #W2378156.",
-    "knowledge: Your email is yusuf.rossi7301@example.com.",
-    "max_turns: 3",
-  ].join("\n");
-}
-
-/** A transcript without what differs between two plays of the same run (clocks). */
-function comparable(file: string): unknown[] {
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) =>
-      JSON.parse(line, (key, value) =>
-        ["startedAt", "durationMs", "timing", "latencyMs"].includes(key) ? undefined : value,
-      ),
-    );
-}
+import { comparableSummary, comparableTranscript, minimalScenario } from "../helpers/users-folders.js";
 
 /**
  * Ctrl-C (SIGINT) in API mode: no run starts after it, the run in flight stays a `.partial` transcript,
@@ -59,7 +30,7 @@ describe("users run: interrupting keeps the work", () => {
     config = writeScriptedConfig(dir, server.baseURL, { default: "scripted:judge", user: "scripted:user" });
     scenarios = join(dir, "scenarios");
     mkdirSync(scenarios);
-    for (const id of ["a", "b", "c"]) writeFileSync(join(scenarios, `${id}.yaml`), scenario(id));
+    for (const id of ["a", "b", "c"]) writeFileSync(join(scenarios, `${id}.yaml`), minimalScenario(id));
     // Scenario a's agent answers at once; the others wait until the test releases them.
     release = join(dir, "release");
     agent = join(dir, "agent.mjs");
@@ -123,19 +94,9 @@ export async function reply({ scenario }) {
     const names = readdirSync(join(whole, "transcripts")).sort();
     expect(readdirSync(join(out, "transcripts")).sort()).toEqual(names);
     for (const name of names)
-      expect(comparable(join(out, "transcripts", name))).toEqual(
-        comparable(join(whole, "transcripts", name)),
+      expect(comparableTranscript(join(out, "transcripts", name))).toEqual(
+        comparableTranscript(join(whole, "transcripts", name)),
       );
-    const summary = (folder: string) => {
-      const {
-        metrics,
-        runs,
-        scenarios: perScenario,
-      } = JSON.parse(readFileSync(join(folder, "summary.json"), "utf8"), (key, value) =>
-        ["startedAt", "durationMs", "timing", "latencyMs"].includes(key) ? undefined : value,
-      );
-      return { metrics, runs, perScenario };
-    };
-    expect(summary(out)).toEqual(summary(whole));
+    expect(comparableSummary(out)).toEqual(comparableSummary(whole));
   }, 180_000);
 });
