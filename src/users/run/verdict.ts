@@ -1,3 +1,4 @@
+import { errorVerdict } from "../../core/error-tally.js";
 import { type ErrorKindCount, errorsOfRun, type UsersSummary } from "./summary.js";
 import type { StoredRun } from "./transcript.js";
 
@@ -12,7 +13,8 @@ export interface UsersRunVerdict {
 
 /**
  * Exit 0 only when every run played and (with judges) was judged, and every threshold passed. Errored runs
- * beyond `maxErrors` fail the command with one line per kind of error: its count and first message.
+ * beyond `maxErrors` fail the command with the batch commands' lines: one per kind of error, with its count
+ * and first message, then how many runs errored.
  */
 export function usersRunVerdict(
   summary: UsersSummary,
@@ -21,23 +23,20 @@ export function usersRunVerdict(
 ): UsersRunVerdict {
   const erroredRuns = runs.filter((run) => errorsOfRun(run, summary.settings.judges).length > 0).length;
   const errors = summary.runs.errorKinds;
-  const lines: string[] = [];
-  const tooManyErrors = erroredRuns > options.maxErrors;
-  if (erroredRuns > 0) {
-    for (const group of errors)
-      lines.push(
-        `${group.kind}: ${group.count} (first, ${group.firstRunId}: ${oneLine(group.firstMessage)})`,
-      );
-    lines.push(
-      `${erroredRuns} of ${runs.length} run${runs.length === 1 ? "" : "s"} errored; --max-errors allows ${options.maxErrors}${tooManyErrors ? "" : ", so this passes"}`,
-    );
-  }
+  const verdict = errorVerdict(
+    {
+      errored: erroredRuns,
+      errorKinds: errors.map(({ kind, count, firstRunId, firstMessage }) => ({
+        kind,
+        count,
+        firstId: firstRunId,
+        firstMessage,
+      })),
+    },
+    { total: runs.length, maxErrors: options.maxErrors, noun: runs.length === 1 ? "run" : "runs" },
+  );
+  const lines = [...verdict.lines];
   const thresholdsFailed = summary.thresholds !== undefined && !summary.thresholds.passed;
   for (const failure of summary.thresholds?.failures ?? []) lines.push(`--fail-under: ${failure.reason}`);
-  return { exitCode: tooManyErrors || thresholdsFailed ? 1 : 0, erroredRuns, errors, lines };
-}
-
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat;
+  return { exitCode: verdict.failed || thresholdsFailed ? 1 : 0, erroredRuns, errors, lines };
 }
