@@ -1,3 +1,4 @@
+import { ErrorTally } from "../../core/error-tally.js";
 import {
   type CostSummary,
   type CoverageSummary,
@@ -151,20 +152,15 @@ export function errorsOfRun(run: StoredRun, judges: boolean): Array<{ kind: Erro
  * first such run's message: what `users run` prints, one line per kind, before exiting 1.
  */
 export function errorKindsOf(runs: readonly StoredRun[], options: { judges: boolean }): ErrorKindCount[] {
-  const kinds = new Map<ErrorKind, ErrorKindCount>();
-  for (const run of runs) {
-    const seen = new Set<ErrorKind>();
-    for (const { kind, message } of errorsOfRun(run, options.judges)) {
-      if (seen.has(kind)) continue;
-      seen.add(kind);
-      const entry = kinds.get(kind);
-      if (entry) entry.count++;
-      else kinds.set(kind, { kind, count: 1, firstMessage: message, firstRunId: run.runId });
-    }
-  }
+  const tally = new ErrorTally();
+  for (const run of runs)
+    for (const { kind, message } of errorsOfRun(run, options.judges)) tally.add(run.runId, kind, message);
+  const kinds = tally.kinds();
   return ERROR_KINDS.flatMap((kind) => {
-    const entry = kinds.get(kind);
-    return entry ? [entry] : [];
+    const entry = kinds.find((candidate) => candidate.kind === kind);
+    return entry
+      ? [{ kind, count: entry.count, firstMessage: entry.firstMessage, firstRunId: entry.firstId }]
+      : [];
   });
 }
 
