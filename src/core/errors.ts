@@ -33,6 +33,14 @@ export type ErrorCode =
   | "AGENT_ERROR"
   /** The work was stopped by a signal (Ctrl-C, SIGTERM) before it finished; nothing of it was recorded. */
   | "INTERRUPTED"
+  /** A dependency (the session store, the queue) does not answer now; the same request may succeed later. */
+  | "STORE_UNAVAILABLE"
+  /** The server is draining for shutdown; send the request again (to another replica). */
+  | "SHUTTING_DOWN"
+  /** A per-token limit (open sessions, MCP sessions, replays in flight) is reached. */
+  | "QUOTA_EXCEEDED"
+  /** A value (a tool result, a history, a spec) is larger or deeper than the configured limit. */
+  | "TOO_LARGE"
   | "INTERNAL";
 
 export interface ErrorLocation {
