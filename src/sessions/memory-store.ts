@@ -39,6 +39,13 @@ export class MemoryStore implements Store {
       .map((s) => structuredClone(s.record));
   }
 
+  async countSessions(owner?: string): Promise<number> {
+    if (owner === undefined) return this.sessions.size;
+    let count = 0;
+    for (const stored of this.sessions.values()) if (stored.record.owner === owner) count++;
+    return count;
+  }
+
   async deleteSession(id: string): Promise<boolean> {
     return this.sessions.delete(id);
   }

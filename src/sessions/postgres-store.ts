@@ -265,6 +265,19 @@ export class PostgresStore implements Store {
     return rows.map((row) => JSON.parse(row.record) as SessionRecord);
   }
 
+  async countSessions(owner?: string): Promise<number> {
+    await this.ready;
+    // Served by terrarium_sessions_by_owner; every replica sharing the database sees the same count.
+    const { rows } =
+      owner === undefined
+        ? await this.pool.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM terrarium_sessions")
+        : await this.pool.query<{ n: number }>(
+            "SELECT COUNT(*)::int AS n FROM terrarium_sessions WHERE owner = $1",
+            [owner],
+          );
+    return rows[0]?.n ?? 0;
+  }
+
   async deleteSession(id: string): Promise<boolean> {
     this.latest.delete(id);
     const { deleted, hashes } = await this.transaction(async (db) => {

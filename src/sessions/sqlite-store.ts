@@ -53,6 +53,7 @@ export class SqliteStore implements Store {
       schemaVersion: SQLITE_STORE_SCHEMA_VERSION,
       tables: `
         CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT, record TEXT NOT NULL);
+        CREATE INDEX IF NOT EXISTS sessions_by_owner ON sessions (owner);
         CREATE TABLE IF NOT EXISTS states (hash TEXT PRIMARY KEY, state TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS snapshots (
           session TEXT NOT NULL, idx INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT NOT NULL,
@@ -75,6 +76,8 @@ export class SqliteStore implements Store {
       ownerSessions: db.prepare<[string], { record: string }>(
         "SELECT record FROM sessions WHERE owner = ? ORDER BY rowid",
       ),
+      countAll: db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM sessions"),
+      countOwner: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?"),
       deleteSession: db.prepare("DELETE FROM sessions WHERE id = ?"),
       sessionCheckpoints: db.prepare<[string], { checkpoint: string }>(
         "SELECT DISTINCT checkpoint FROM snapshots WHERE session = ? AND checkpoint IS NOT NULL",
@@ -146,6 +149,11 @@ export class SqliteStore implements Store {
     const rows =
       owner === undefined ? this.statements.allSessions.all() : this.statements.ownerSessions.all(owner);
     return rows.map((row) => JSON.parse(row.record) as SessionRecord);
+  }
+
+  async countSessions(owner?: string): Promise<number> {
+    const row = owner === undefined ? this.statements.countAll.get() : this.statements.countOwner.get(owner);
+    return row?.n ?? 0;
   }
 
   async deleteSession(id: string): Promise<boolean> {

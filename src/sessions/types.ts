@@ -64,6 +64,11 @@ export interface Store {
   createSession(record: SessionRecord, initialState: unknown): Promise<void>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   listSessions(owner?: string): Promise<SessionRecord[]>;
+  /**
+   * How many sessions `owner` holds (every session without an owner), counted where they are stored, so
+   * replicas sharing the store agree: per-token quotas read it before creating a session.
+   */
+  countSessions(owner?: string): Promise<number>;
   deleteSession(id: string): Promise<boolean>;
   latestSnapshot(id: string): Promise<Snapshot>;
   snapshot(id: string, index: number): Promise<Snapshot | undefined>;
