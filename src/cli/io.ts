@@ -9,6 +9,8 @@ export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
   stdin: NodeJS.ReadableStream;
+  /** Where serve's and worker's TERRARIUM_* variables are read (default: the process's environment). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export const processIo: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin };

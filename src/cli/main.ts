@@ -13,6 +13,7 @@ import { registerToolsCommands } from "./commands/tools.js";
 import { registerUsersCommands } from "./commands/users/index.js";
 import { registerValidateCommand } from "./commands/validate.js";
 import { registerWorkerCommand } from "./commands/worker.js";
+import { flagsFromEnvironment } from "./environment.js";
 import { type CliIo, processIo } from "./io.js";
 
 export const VERSION = "0.1.0";
@@ -46,6 +47,11 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   registerEnvsimCommands(program, io, setExitCode);
   registerUsersCommands(program, io, setExitCode);
   registerWorkerCommand(program, io);
+  // The long-running commands take every flag from TERRARIUM_* variables too (containers, Kubernetes).
+  for (const name of ["serve", "worker"]) {
+    const command = program.commands.find((candidate) => candidate.name() === name);
+    if (command) flagsFromEnvironment(command, io.env ?? process.env);
+  }
   const overrideAll = (command: Command): void => {
     command.exitOverride();
     command.commands.forEach(overrideAll);

@@ -6,6 +6,7 @@ import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
 import { isSimulatorName, SIMULATOR_NAMES } from "../../sim/types.js";
+import { readPasswordFile, readSecretsFile } from "../environment.js";
 import { type CliIo, collect, wholeNumber } from "../io.js";
 import { describeLoad } from "./tools.js";
 
@@ -20,6 +21,8 @@ interface ServeCliOptions {
   host: string;
   db?: string;
   token?: string[];
+  tokenFile?: string;
+  dbPasswordFile?: string;
   seed?: string;
   model?: string;
   llmMode: string;
@@ -74,6 +77,24 @@ export function parsePolicy(text: string): SimulatorPolicy {
   return policy as SimulatorPolicy;
 }
 
+/** --db with the password of --db-password-file put into its postgres:// URL. */
+export function withPasswordFile(
+  db: string | undefined,
+  passwordFile: string | undefined,
+): string | undefined {
+  if (passwordFile === undefined) return db;
+  if (!db || !/^postgres(ql)?:\/\//i.test(db))
+    throw new TerrariumError("INVALID_INPUT", "--db-password-file needs --db with a postgres:// URL");
+  const url = new URL(db);
+  if (url.password !== "")
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      "--db already has a password in its URL; give it in one place (--db-password-file)",
+    );
+  url.password = encodeURIComponent(readPasswordFile(passwordFile, "--db-password-file"));
+  return url.toString();
+}
+
 /** --simulator and --policy together: the simulator is the policy's default (unless it names its own). */
 function servePolicy(options: ServeCliOptions, simulatorGiven: boolean): SimulatorPolicy {
   if (!SIMULATORS.includes(options.simulator))
@@ -111,7 +132,7 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       "--proxy <baseURL>",
       "the real API the proxy simulator forwards calls to (hybrid mode; default: each tool's first server)",
     )
-    .option("--port <port>", "port to listen on", wholeNumber, 8080)
+    .option("--port <port>", "port to listen on (0: any free port)", wholeNumber, 8080)
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option(
       "--db <file|url>",
@@ -121,6 +142,14 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       "--token <token>",
       "accept this bearer token (repeatable); each token sees only its own sessions",
       collect,
+    )
+    .option(
+      "--token-file <file>",
+      "accept the bearer tokens in this file, one per line (keeps them out of ps; adds to --token)",
+    )
+    .option(
+      "--db-password-file <file>",
+      "the Postgres password of --db, read from this file (keeps it out of ps and of the URL)",
     )
     .option("--seed <seed>", "seed session ids and simulators, so a run repeats exactly")
     .option("--strict", "refuse to start when any operation of the tool files cannot be read")
@@ -181,7 +210,12 @@ the start-up lines and GET /health say whether it is on and with which model.
       if (!Number.isFinite(options.drainTimeout) || options.drainTimeout < 0) {
         throw new TerrariumError("INVALID_INPUT", "--drain-timeout must be a number of seconds, 0 or more");
       }
-      const policy = servePolicy(options, command.getOptionValueSource("simulator") === "cli");
+      const policy = servePolicy(options, command.getOptionValueSource("simulator") !== "default");
+      const tokens = [
+        ...(options.token ?? []),
+        ...(options.tokenFile ? readSecretsFile(options.tokenFile, "--token-file") : []),
+      ];
+      const db = withPasswordFile(options.db, options.dbPasswordFile);
       const server = await startServer({
         sources,
         simulator: policy,
@@ -190,8 +224,8 @@ the start-up lines and GET /health say whether it is on and with which model.
         host: options.host,
         liveInstances: options.liveInstances,
         ...(options.state ? { state: options.state } : {}),
-        ...(options.db ? { db: options.db } : {}),
-        ...(options.token ? { tokens: options.token } : {}),
+        ...(db ? { db } : {}),
+        ...(tokens.length > 0 ? { tokens } : {}),
         ...(options.seed ? { seed: options.seed } : {}),
         ...(options.model ? { model: options.model } : {}),
         ...(command.optsWithGlobals().config ? { config: command.optsWithGlobals().config as string } : {}),
