@@ -1,10 +1,19 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
 import pg, { type Pool, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from "pg";
 import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
 import { Lru } from "./lru.js";
-import type { HistoryEntry, SessionContents, SessionRecord, Snapshot, Store } from "./types.js";
+import type {
+  HistoryEntry,
+  SessionContents,
+  SessionRecord,
+  Snapshot,
+  Store,
+  StoreEvent,
+  StoreFailureKind,
+} from "./types.js";
 
 /**
  * Version of the Postgres layout (the highest migration below). Recorded row by row in
@@ -73,6 +82,13 @@ export interface PostgresStoreOptions {
    * (default 60 s). Waiting for a lock connection has no limit: it is waiting for the session's turn.
    */
   poolTimeoutMs?: number;
+  /**
+   * Milliseconds a ping (readiness) or the check of a commit in doubt may take, connecting included
+   * (default 2 s).
+   */
+  probeTimeoutMs?: number;
+  /** Where the one line per outage and per recovery goes (default: stderr). */
+  log?: (line: string) => void;
 }
 
 const DEFAULT_CHECKPOINTS: PostgresCheckpointPolicy = { maxChain: 100, maxChangeRatio: 1 };
@@ -131,16 +147,32 @@ export function describePostgresUrl(value: string): string {
  * `withSessionLock` serialises whole calls on one session across replicas with a per-session advisory
  * lock, held on a connection of a separate lock pool.
  *
+ * The database may go away and come back while serving (a restart, a failover): no connection error ever
+ * reaches the process as an unhandled event, every method then fails with `STORE_UNAVAILABLE` (counted
+ * for `watch`ers, one log line per outage and one when it is back), and the pools open new connections for
+ * the next call, so serving resumes as soon as the database accepts connections. Nothing is retried
+ * behind the caller's back: a write whose COMMIT was sent but never confirmed is checked on a connection
+ * of its own; when even that cannot tell, the caller hears that the outcome is unknown (`details.written`).
+ *
  * Open with `PostgresStore.open(url)` to connect and migrate before use; `new PostgresStore(url)` does
- * the same lazily (every method waits for it).
+ * the same lazily (every method waits for it, and asks again after a failed attempt).
  */
 export class PostgresStore implements Store {
   private readonly pool: Pool;
   private readonly locks: Pool;
-  private readonly ready: Promise<void>;
+  /** Connections for pings and for settling commits in doubt: short timeouts, never behind the busy pool. */
+  private readonly probes: Pool;
+  private readonly probeTimeoutMs: number;
+  private readonly runMigrations: () => Promise<void>;
+  private preparing: Promise<void> | undefined;
+  private prepared = false;
   private readonly policy: PostgresCheckpointPolicy;
   private readonly latest = new Lru<string, Snapshot>(STATE_CACHE_SIZE);
   private readonly checkpoints = new Lru<string, unknown>(CHECKPOINT_CACHE_SIZE);
+  private readonly watchers = new Set<(event: StoreEvent) => void>();
+  private readonly log: (line: string) => void;
+  /** When the current outage began (undefined while the database answers): one log line per outage. */
+  private downSince: number | undefined;
   private closed = false;
   /** Where the store connects, for messages (no password). */
   readonly where: string;
@@ -148,10 +180,18 @@ export class PostgresStore implements Store {
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const store = new PostgresStore(url, options);
     try {
-      await store.ready;
+      await store.prepare();
     } catch (error) {
       await store.close().catch(() => undefined);
-      throw error;
+      if (error instanceof TerrariumError) throw error;
+      // Only here, at start-up, is an unreachable database the caller's problem: the --db they gave.
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `cannot connect to Postgres at ${store.where}: ${reasonOf(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
     return store;
   }
@@ -166,6 +206,8 @@ export class PostgresStore implements Store {
     const lockPoolSize = options.lockPoolSize ?? envInteger("TERRARIUM_PG_LOCK_POOL") ?? poolSize;
     if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema))
       throw new TerrariumError("INVALID_INPUT", `not a plain schema name: ${options.schema}`);
+    this.probeTimeoutMs = positiveMs(options.probeTimeoutMs, "probeTimeoutMs") ?? 2000;
+    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     const config: PoolConfig = {
       connectionString: url,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
@@ -176,57 +218,94 @@ export class PostgresStore implements Store {
       connectionTimeoutMillis: options.poolTimeoutMs ?? 60_000,
     });
     this.locks = new pg.Pool({ ...config, max: Math.max(1, lockPoolSize), connectionTimeoutMillis: 0 });
-    // An idle connection that dies (a restarted server) is dropped by the pool; it must not crash us.
-    for (const pool of [this.pool, this.locks]) pool.on("error", () => undefined);
-    this.ready = this.migrate(
-      new pg.Client({ ...config, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 }),
-      options.schema,
-    );
-    // Every method awaits `ready`; this keeps an unawaited failure from being reported as unhandled.
-    this.ready.catch(() => undefined);
+    this.probes = new pg.Pool({ ...config, max: 2, connectionTimeoutMillis: this.probeTimeoutMs });
+    for (const pool of [this.pool, this.locks, this.probes]) {
+      // pg emits 'error' when a connection dies: through the pool for an idle one, on the client itself for
+      // one in use (between two queries of a transaction, or holding a lock). Unheard, either ends the
+      // process. The failure itself reaches whoever was using the connection as a failed query, and a
+      // dead connection is never handed out again (the pool drops it when it is released).
+      pool.on("error", () => undefined);
+      pool.on("connect", (client) => client.on("error", () => undefined));
+    }
+    this.runMigrations = () =>
+      this.migrate(
+        new pg.Client({ ...config, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 }),
+        options.schema,
+      );
+    // Started now; every method waits for it. The catch keeps an unawaited failure from being unhandled.
+    this.prepare().catch(() => undefined);
   }
 
   /** The layout version the database is at (after migrations). */
   async schemaVersion(): Promise<number> {
-    await this.ready;
-    const { rows } = await this.pool.query<{ v: number | null }>(
-      "SELECT MAX(version) AS v FROM terrarium_migrations",
+    return this.guard("schemaVersion", async () => {
+      const { rows } = await this.pool.query<{ v: number | null }>(
+        "SELECT MAX(version) AS v FROM terrarium_migrations",
+      );
+      return rows[0]?.v ?? 0;
+    });
+  }
+
+  /**
+   * Whether the database answers now: `SELECT 1` on a connection of its own (so a busy pool does not make
+   * a healthy database look down), within the probe timeout. Rejects with `STORE_UNAVAILABLE` otherwise.
+   */
+  async ping(): Promise<void> {
+    if (!this.prepared) {
+      // Not migrated yet (a store opened lazily): not ready, and the next call tries again.
+      return this.guard("ping", async () => undefined);
+    }
+    await this.guard("ping", () =>
+      this.onProbe(async (db) => {
+        await db.query("SELECT 1");
+      }),
     );
-    return rows[0]?.v ?? 0;
+  }
+
+  watch(watcher: (event: StoreEvent) => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
   }
 
   async withSessionLock<T>(id: string, run: () => Promise<T>): Promise<T> {
-    await this.ready;
-    const client = await this.connect(this.locks);
-    let failed = false;
-    const onError = () => {
-      failed = true;
-    };
-    client.on("error", onError);
-    const finish = () => {
-      client.off("error", onError);
-      // A connection that failed is destroyed: closing it releases whatever lock it still held.
-      client.release(failed ? true : undefined);
-    };
+    const started = performance.now();
+    const { client, held } = await this.guard("sessionLock", async () => {
+      const client = await this.connect(this.locks);
+      const held: HeldLock = { store: this, id, lost: false };
+      // The lock lives as long as this connection: once it dies, the session is no longer ours.
+      const onError = () => {
+        held.lost = true;
+      };
+      client.on("error", onError);
+      held.forget = () => client.off("error", onError);
+      try {
+        await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [id]);
+      } catch (error) {
+        held.lost = true;
+        held.forget();
+        // A connection that failed is destroyed: closing it releases whatever lock it still held.
+        client.release(asError(error));
+        throw error;
+      }
+      return { client, held };
+    });
+    this.emit({ type: "lock-wait", seconds: (performance.now() - started) / 1000 });
     try {
-      await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [id]);
-    } catch (error) {
-      failed = true;
-      finish();
-      throw error;
-    }
-    try {
-      return await run();
+      return await heldLocks.run(held, run);
     } finally {
       // Everything `run` wrote is committed by now, so the answer need not wait for the unlock: the
       // connection goes back to the pool once it is done, and the next holder (here or elsewhere) waits
-      // for it in the database.
-      void client
-        .query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id])
-        .catch(() => {
-          failed = true;
-        })
-        .finally(finish);
+      // for it in the database. A connection that died took its lock with it and is dropped.
+      void client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id]).then(
+        () => {
+          held.forget?.();
+          client.release(held.lost ? new Error("the lock's connection failed") : undefined);
+        },
+        (error: unknown) => {
+          held.forget?.();
+          client.release(asError(error));
+        },
+      );
     }
   }
 
@@ -237,58 +316,69 @@ export class PostgresStore implements Store {
       reason: record.parent ? "fork" : "initial",
       state: toImmutableJson(initialState ?? null),
     };
-    await this.transaction(async (db) => {
-      await this.insertSession(db, record);
-      await this.writeCheckpoint(db, record.id, 0, snapshot.at, snapshot.reason, snapshot.state);
-    });
+    const text = JSON.stringify(record);
+    await this.guard("createSession", () =>
+      this.transaction(
+        async (db) => {
+          await this.insertSession(db, record);
+          await this.writeCheckpoint(db, record.id, 0, snapshot.at, snapshot.reason, snapshot.state);
+        },
+        async (db) => (await storedRecord(db, record.id)) === text,
+      ),
+    );
     this.latest.set(record.id, snapshot);
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
-    await this.ready;
-    const { rows } = await this.pool.query<{ record: string }>(
-      "SELECT record FROM terrarium_sessions WHERE id = $1",
-      [id],
-    );
-    return rows[0] ? (JSON.parse(rows[0].record) as SessionRecord) : undefined;
+    return this.guard("getSession", async () => {
+      const text = await storedRecord(this.pool, id);
+      return text === undefined ? undefined : (JSON.parse(text) as SessionRecord);
+    });
   }
 
   async listSessions(owner?: string): Promise<SessionRecord[]> {
-    await this.ready;
-    const { rows } =
-      owner === undefined
-        ? await this.pool.query<{ record: string }>("SELECT record FROM terrarium_sessions ORDER BY seq")
-        : await this.pool.query<{ record: string }>(
-            "SELECT record FROM terrarium_sessions WHERE owner = $1 ORDER BY seq",
-            [owner],
-          );
-    return rows.map((row) => JSON.parse(row.record) as SessionRecord);
+    return this.guard("listSessions", async () => {
+      const { rows } =
+        owner === undefined
+          ? await this.pool.query<{ record: string }>("SELECT record FROM terrarium_sessions ORDER BY seq")
+          : await this.pool.query<{ record: string }>(
+              "SELECT record FROM terrarium_sessions WHERE owner = $1 ORDER BY seq",
+              [owner],
+            );
+      return rows.map((row) => JSON.parse(row.record) as SessionRecord);
+    });
   }
 
   async countSessions(owner?: string): Promise<number> {
-    await this.ready;
-    // Served by terrarium_sessions_by_owner; every replica sharing the database sees the same count.
-    const { rows } =
-      owner === undefined
-        ? await this.pool.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM terrarium_sessions")
-        : await this.pool.query<{ n: number }>(
-            "SELECT COUNT(*)::int AS n FROM terrarium_sessions WHERE owner = $1",
-            [owner],
-          );
-    return rows[0]?.n ?? 0;
+    return this.guard("countSessions", async () => {
+      // Served by terrarium_sessions_by_owner; every replica sharing the database sees the same count.
+      const { rows } =
+        owner === undefined
+          ? await this.pool.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM terrarium_sessions")
+          : await this.pool.query<{ n: number }>(
+              "SELECT COUNT(*)::int AS n FROM terrarium_sessions WHERE owner = $1",
+              [owner],
+            );
+      return rows[0]?.n ?? 0;
+    });
   }
 
   async deleteSession(id: string): Promise<boolean> {
     this.latest.delete(id);
-    const { deleted, hashes } = await this.transaction(async (db) => {
-      const found = await db.query<{ checkpoint: string }>(
-        "SELECT DISTINCT checkpoint FROM terrarium_snapshots WHERE session = $1 AND checkpoint IS NOT NULL",
-        [id],
-      );
-      // Snapshots and history go with the session (ON DELETE CASCADE).
-      const result = await db.query("DELETE FROM terrarium_sessions WHERE id = $1", [id]);
-      return { deleted: (result.rowCount ?? 0) > 0, hashes: found.rows.map((row) => row.checkpoint) };
-    });
+    const { deleted, hashes } = await this.guard("deleteSession", () =>
+      this.transaction(
+        async (db) => {
+          const found = await db.query<{ checkpoint: string }>(
+            "SELECT DISTINCT checkpoint FROM terrarium_snapshots WHERE session = $1 AND checkpoint IS NOT NULL",
+            [id],
+          );
+          // Snapshots and history go with the session (ON DELETE CASCADE).
+          const result = await db.query("DELETE FROM terrarium_sessions WHERE id = $1", [id]);
+          return { deleted: (result.rowCount ?? 0) > 0, hashes: found.rows.map((row) => row.checkpoint) };
+        },
+        async (db) => (await storedRecord(db, id)) === undefined,
+      ),
+    );
     this.latest.delete(id);
     // States no snapshot uses any more, freed one by one and at best effort: a session created meanwhile
     // from the same state holds a key lock on it, and the foreign key then keeps the row.
@@ -304,53 +394,60 @@ export class PostgresStore implements Store {
   }
 
   async latestSnapshot(id: string): Promise<Snapshot> {
-    await this.ready;
-    const snapshot = await this.readLatest(this.pool, id);
-    if (!snapshot) throw unknownSession(id);
-    return { ...snapshot };
+    return this.guard("latestSnapshot", async () => {
+      const snapshot = await this.readLatest(this.pool, id);
+      if (!snapshot) throw unknownSession(id);
+      // Under the session's lock, the step written next must build on exactly this snapshot.
+      const held = this.heldFor(id);
+      if (held) held.read = snapshot.index;
+      return { ...snapshot };
+    });
   }
 
   async snapshot(id: string, index: number): Promise<Snapshot | undefined> {
     if (!Number.isInteger(index) || index < 0 || index > 2 ** 31 - 1) return undefined;
-    await this.ready;
-    const found = await this.readSnapshot(this.pool, id, index);
-    return found ? { ...found } : undefined;
+    return this.guard("snapshot", async () => {
+      const found = await this.readSnapshot(this.pool, id, index);
+      return found ? { ...found } : undefined;
+    });
   }
 
   async snapshots(id: string): Promise<Snapshot[]> {
-    await this.ready;
-    const { rows } = await this.pool.query<SnapshotRow>(
-      "SELECT idx, at, reason, checkpoint, changes FROM terrarium_snapshots WHERE session = $1 ORDER BY idx",
-      [id],
-    );
-    if (rows.length === 0) throw unknownSession(id); // every session has snapshot 0
-    const snapshots: Snapshot[] = [];
-    let state: unknown;
-    for (const row of rows) {
-      state =
-        row.checkpoint !== null
-          ? await this.checkpointState(this.pool, row.checkpoint)
-          : applyRow(state, row);
-      snapshots.push({ index: row.idx, at: row.at, reason: row.reason, state });
-    }
-    return snapshots;
+    return this.guard("snapshots", async () => {
+      const { rows } = await this.pool.query<SnapshotRow>(
+        "SELECT idx, at, reason, checkpoint, changes FROM terrarium_snapshots WHERE session = $1 ORDER BY idx",
+        [id],
+      );
+      if (rows.length === 0) throw unknownSession(id); // every session has snapshot 0
+      const snapshots: Snapshot[] = [];
+      let state: unknown;
+      for (const row of rows) {
+        state =
+          row.checkpoint !== null
+            ? await this.checkpointState(this.pool, row.checkpoint)
+            : applyRow(state, row);
+        snapshots.push({ index: row.idx, at: row.at, reason: row.reason, state });
+      }
+      return snapshots;
+    });
   }
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
-    await this.ready;
-    const { rows } =
-      last === undefined
-        ? await this.pool.query<{ entry: string }>(
-            "SELECT entry FROM terrarium_history WHERE session = $1 ORDER BY idx",
-            [id],
-          )
-        : await this.pool.query<{ entry: string }>(
-            "SELECT entry FROM (SELECT idx, entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT $2) AS w ORDER BY idx",
-            [id, Math.max(0, Math.floor(last))],
-          );
-    // An empty answer is either a session without calls or no session: only then is it worth asking.
-    if (rows.length === 0) await this.requireSession(this.pool, id);
-    return rows.map((row) => JSON.parse(row.entry) as HistoryEntry);
+    return this.guard("history", async () => {
+      const { rows } =
+        last === undefined
+          ? await this.pool.query<{ entry: string }>(
+              "SELECT entry FROM terrarium_history WHERE session = $1 ORDER BY idx",
+              [id],
+            )
+          : await this.pool.query<{ entry: string }>(
+              "SELECT entry FROM (SELECT idx, entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT $2) AS w ORDER BY idx",
+              [id, Math.max(0, Math.floor(last))],
+            );
+      // An empty answer is either a session without calls or no session: only then is it worth asking.
+      if (rows.length === 0) await this.requireSession(this.pool, id);
+      return rows.map((row) => JSON.parse(row.entry) as HistoryEntry);
+    });
   }
 
   async appendStep(
@@ -359,31 +456,50 @@ export class PostgresStore implements Store {
     state?: { state: unknown; reason: Snapshot["reason"] },
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
-    const written = await this.transaction(async (db) => {
-      await this.lockSession(db, id);
-      // Statements after the lock see, in READ COMMITTED, what the writer before us committed.
-      if (!state) {
-        const last = await db.query<{ n: number }>(
-          "SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM terrarium_history WHERE session = $1",
-          [id],
-        );
-        return this.insertEntry(db, id, { ...entry, index: last.rows[0]?.n ?? 0 });
-      }
-      // The next history index, the latest snapshot and its checkpoint chain, in one round trip.
-      const { rows } = await db.query<StepContextRow>(STEP_CONTEXT, [id]);
-      const context = rows[0] as StepContextRow;
-      // The changes are taken from the latest state as the database has it (under the row lock).
-      const previous = (await this.latestFromRow(db, id, context)) as Snapshot;
-      const index = previous.index + 1;
-      await this.writeSnapshot(db, id, index, entry.at, state.reason, previous.state, next, {
-        size: context.base_size,
-        n: context.chain_n,
-        bytes: context.chain_bytes,
-      });
-      return this.insertEntry(db, id, { ...entry, index: context.next_entry, snapshot: index });
+    const held = this.heldFor(id);
+    const written = await this.guard("appendStep", () => {
+      if (held?.lost) throw lockLost();
+      return this.transaction(
+        async (db) => {
+          await this.lockSession(db, id);
+          // Statements after the lock see, in READ COMMITTED, what the writer before us committed.
+          if (!state) {
+            const last = await db.query<{ n: number; latest: number | null }>(
+              `SELECT (SELECT COALESCE(MAX(idx) + 1, 0) FROM terrarium_history WHERE session = $1) AS n,
+                      (SELECT MAX(idx) FROM terrarium_snapshots WHERE session = $1) AS latest`,
+              [id],
+            );
+            fence(held, last.rows[0]?.latest ?? null);
+            return this.insertEntry(db, id, { ...entry, index: last.rows[0]?.n ?? 0 });
+          }
+          // The next history index, the latest snapshot and its checkpoint chain, in one round trip.
+          const { rows } = await db.query<StepContextRow>(STEP_CONTEXT, [id]);
+          const context = rows[0] as StepContextRow;
+          fence(held, context.idx);
+          // The changes are taken from the latest state as the database has it (under the row lock).
+          const previous = (await this.latestFromRow(db, id, context)) as Snapshot;
+          const index = previous.index + 1;
+          await this.writeSnapshot(db, id, index, entry.at, state.reason, previous.state, next, {
+            size: context.base_size,
+            n: context.chain_n,
+            bytes: context.chain_bytes,
+          });
+          return this.insertEntry(db, id, { ...entry, index: context.next_entry, snapshot: index });
+        },
+        // A commit in doubt happened exactly when this very entry is stored at its index.
+        async (db, full) => {
+          const { rows } = await db.query<{ entry: string }>(
+            "SELECT entry FROM terrarium_history WHERE session = $1 AND idx = $2",
+            [id, full.index],
+          );
+          return rows[0]?.entry === JSON.stringify(full);
+        },
+      );
     });
-    if (written.snapshot !== undefined && state)
+    if (written.snapshot !== undefined && state) {
       this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
+      if (held) held.read = written.snapshot;
+    }
     return written;
   }
 
@@ -403,46 +519,185 @@ export class PostgresStore implements Store {
     at: string,
   ): Promise<Snapshot> {
     const next = toImmutableJson(state ?? null);
-    const index = await this.transaction(async (db) => {
-      await this.lockSession(db, id);
-      const last = await db.query<{ idx: number | null }>(
-        "SELECT MAX(idx) AS idx FROM terrarium_snapshots WHERE session = $1",
-        [id],
+    const held = this.heldFor(id);
+    const { index } = await this.guard("appendSnapshot", () => {
+      if (held?.lost) throw lockLost();
+      return this.transaction(
+        async (db) => {
+          await this.lockSession(db, id);
+          const last = await db.query<{ idx: number | null }>(
+            "SELECT MAX(idx) AS idx FROM terrarium_snapshots WHERE session = $1",
+            [id],
+          );
+          const index = (last.rows[0]?.idx ?? -1) + 1;
+          const hash = await this.writeCheckpoint(db, id, index, at, reason, next);
+          return { index, hash };
+        },
+        async (db, written) => {
+          const { rows } = await db.query<{ at: string; reason: string; checkpoint: string | null }>(
+            "SELECT at, reason, checkpoint FROM terrarium_snapshots WHERE session = $1 AND idx = $2",
+            [id, written.index],
+          );
+          const row = rows[0];
+          return row?.at === at && row.reason === reason && row.checkpoint === written.hash;
+        },
       );
-      const index = (last.rows[0]?.idx ?? -1) + 1;
-      await this.writeCheckpoint(db, id, index, at, reason, next);
-      return index;
     });
     const snapshot: Snapshot = { index, at, reason, state: next };
     this.latest.set(id, snapshot);
+    if (held) held.read = index;
     return { ...snapshot };
   }
 
   async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
     const states = contents.snapshots.map((snapshot) => toImmutableJson(snapshot.state ?? null));
-    await this.transaction(async (db) => {
-      await this.insertSession(db, record);
-      for (const [i, snapshot] of contents.snapshots.entries()) {
-        if (i === 0) await this.writeCheckpoint(db, record.id, 0, snapshot.at, snapshot.reason, states[0]);
-        else
-          await this.writeSnapshot(db, record.id, i, snapshot.at, snapshot.reason, states[i - 1], states[i]);
-      }
-      for (const entry of contents.history)
-        await db.query("INSERT INTO terrarium_history (session, idx, entry) VALUES ($1, $2, $3)", [
-          record.id,
-          entry.index,
-          JSON.stringify(entry),
-        ]);
-    });
+    const text = JSON.stringify(record);
+    await this.guard("importSession", () =>
+      this.transaction(
+        async (db) => {
+          await this.insertSession(db, record);
+          for (const [i, snapshot] of contents.snapshots.entries()) {
+            if (i === 0)
+              await this.writeCheckpoint(db, record.id, 0, snapshot.at, snapshot.reason, states[0]);
+            else
+              await this.writeSnapshot(
+                db,
+                record.id,
+                i,
+                snapshot.at,
+                snapshot.reason,
+                states[i - 1],
+                states[i],
+              );
+          }
+          for (const entry of contents.history)
+            await db.query("INSERT INTO terrarium_history (session, idx, entry) VALUES ($1, $2, $3)", [
+              record.id,
+              entry.index,
+              JSON.stringify(entry),
+            ]);
+        },
+        async (db) => (await storedRecord(db, record.id)) === text,
+      ),
+    );
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([this.pool.end(), this.locks.end()]);
+    await Promise.all([this.pool.end(), this.locks.end(), this.probes.end()]);
   }
 
   // --- internals ---
+
+  /** Connects and migrates, once; after a failure that may pass (no database yet), the next call asks again. */
+  private prepare(): Promise<void> {
+    if (this.prepared) return Promise.resolve();
+    if (this.closed) return Promise.reject(new StoreClosed());
+    if (!this.preparing) {
+      const attempt = this.runMigrations().then(
+        () => {
+          this.prepared = true;
+        },
+        (error: unknown) => {
+          if (!(error instanceof TerrariumError)) this.preparing = undefined;
+          throw error;
+        },
+      );
+      this.preparing = attempt;
+    }
+    return this.preparing;
+  }
+
+  /**
+   * Runs one method's work once the store is prepared; every failure comes out as terrarium's: a database
+   * that does not answer as `STORE_UNAVAILABLE` (counted, logged once per outage), anything else Postgres
+   * refused as `INTERNAL` (its text is for the log, never for the caller).
+   */
+  private async guard<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    try {
+      await this.prepare();
+      const result = await run();
+      this.answered();
+      return result;
+    } catch (error) {
+      throw this.failure(operation, error);
+    }
+  }
+
+  private failure(operation: string, error: unknown): unknown {
+    if (error instanceof TerrariumError) {
+      const mark = UNAVAILABLE.get(error);
+      if (mark && !mark.counted) {
+        mark.counted = true;
+        this.emit({ type: "failure", operation, kind: mark.kind });
+      }
+      return error;
+    }
+    const kind: StoreFailureKind | undefined =
+      error instanceof StoreClosed || this.closed ? "closed" : connectionFailure(error);
+    if (kind) {
+      if (kind !== "closed") this.wentDown(error);
+      const unavailable = storeUnavailable(kind, error);
+      (UNAVAILABLE.get(unavailable) as { counted: boolean }).counted = true;
+      this.emit({ type: "failure", operation, kind });
+      return unavailable;
+    }
+    this.emit({ type: "failure", operation, kind: "query" });
+    return new TerrariumError("INTERNAL", `Postgres failed ${operation}: ${reasonOf(error)}`, {
+      cause: error,
+    });
+  }
+
+  private wentDown(error: unknown): void {
+    if (this.downSince !== undefined) return;
+    this.downSince = Date.now();
+    this.log(
+      `terrarium: the session store at ${this.where} does not answer (${oneLine(reasonOf(error))}); requests get 503 STORE_UNAVAILABLE until it is back`,
+    );
+  }
+
+  private answered(): void {
+    if (this.downSince === undefined) return;
+    const seconds = ((Date.now() - this.downSince) / 1000).toFixed(1);
+    this.downSince = undefined;
+    this.log(`terrarium: the session store at ${this.where} answers again (after ${seconds} s)`);
+  }
+
+  private emit(event: StoreEvent): void {
+    for (const watcher of this.watchers) {
+      try {
+        watcher(event);
+      } catch {
+        // a watcher's failure is not the store's
+      }
+    }
+  }
+
+  /** The lock this store holds on session `id` in the current call, if the call runs under one. */
+  private heldFor(id: string): HeldLock | undefined {
+    const held = heldLocks.getStore();
+    return held && held.store === this && held.id === id ? held : undefined;
+  }
+
+  /** A connection of the probe pool for `run`, given up (and the connection dropped) after the probe timeout. */
+  private async onProbe<T>(run: (db: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.connect(this.probes);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ProbeTimeout(this.probeTimeoutMs)), this.probeTimeoutMs);
+    });
+    try {
+      const result = await Promise.race([run(client), timeout]);
+      client.release();
+      return result;
+    } catch (error) {
+      client.release(asError(error));
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   private async migrate(client: pg.Client, schema: string | undefined): Promise<void> {
     client.on("error", () => undefined);
@@ -450,13 +705,7 @@ export class PostgresStore implements Store {
       await client.connect();
     } catch (error) {
       await client.end().catch(() => undefined);
-      throw new TerrariumError(
-        "INVALID_INPUT",
-        `cannot connect to Postgres at ${this.where}: ${reasonOf(error)}`,
-        {
-          cause: error,
-        },
-      );
+      throw error;
     }
     try {
       await client.query("BEGIN");
@@ -489,7 +738,8 @@ export class PostgresStore implements Store {
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
-      if (error instanceof TerrariumError) throw error;
+      // A database that went away mid-way is asked again later; one that refuses the layout is final.
+      if (error instanceof TerrariumError || connectionFailure(error)) throw error;
       throw new TerrariumError(
         "INVALID_INPUT",
         `could not prepare the session database at ${this.where}: ${(error as Error).message}`,
@@ -500,30 +750,49 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** A connection while serving; failing here is the server's trouble (a 500), not the caller's. */
+  /** A connection while serving. */
   private async connect(pool: Pool): Promise<PoolClient> {
-    if (this.closed) throw new Error("the session store is closed");
-    try {
-      return await pool.connect();
-    } catch (error) {
-      throw new Error(`no connection to Postgres at ${this.where}: ${reasonOf(error)}`, { cause: error });
-    }
+    if (this.closed) throw new StoreClosed();
+    return pool.connect();
   }
 
-  private async transaction<T>(run: (db: PoolClient) => Promise<T>): Promise<T> {
-    await this.ready;
+  /**
+   * Runs `run` in a transaction. A connection that fails before COMMIT was sent leaves nothing written
+   * (the server rolls the transaction back). One that fails while COMMIT is on its way leaves the outcome
+   * unknown: `confirm` then asks the database, on a connection of its own, whether the write is there; it
+   * is never simply run again, which could apply it twice. When even that cannot be asked, the caller
+   * hears STORE_UNAVAILABLE with `details.written: "unknown"`.
+   */
+  private async transaction<T>(
+    run: (db: PoolClient) => Promise<T>,
+    confirm?: (db: Queryable, result: T) => Promise<boolean>,
+  ): Promise<T> {
     const client = await this.connect(this.pool);
+    let committing = false;
+    let result: T | undefined;
     try {
       await client.query("BEGIN");
-      const result = await run(client);
+      result = await run(client);
+      committing = true;
       await client.query("COMMIT");
-      return result;
     } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw translate(error);
-    } finally {
-      client.release();
+      const broken = connectionFailure(error);
+      if (broken) {
+        client.release(asError(error));
+      } else {
+        await client.query("ROLLBACK").catch(() => undefined);
+        client.release();
+      }
+      if (!committing || !broken) throw translate(error);
+      const written = confirm
+        ? await this.onProbe((db) => confirm(db, result as T)).catch(() => undefined)
+        : undefined;
+      if (written === true) return result as T;
+      if (written === false) throw error; // nothing was written: a plain outage
+      throw storeUnavailable("in_doubt", error);
     }
+    client.release();
+    return result as T;
   }
 
   private async insertSession(db: Queryable, record: SessionRecord): Promise<void> {
@@ -593,7 +862,7 @@ export class PostgresStore implements Store {
     at: string,
     reason: Snapshot["reason"],
     state: unknown,
-  ): Promise<void> {
+  ): Promise<string> {
     const text = JSON.stringify(state);
     const hash = createHash("sha256").update(text).digest("hex");
     // DO UPDATE (not DO NOTHING) locks an existing row, so a concurrent clean-up cannot free it under us.
@@ -606,6 +875,7 @@ export class PostgresStore implements Store {
       [id, index, at, reason, hash],
     );
     this.checkpoints.set(hash, state);
+    return hash;
   }
 
   /** The latest snapshot as the database has it now (the cache only saves rebuilding its state). */
@@ -709,6 +979,148 @@ const STEP_CONTEXT = `
 
 function applyRow(state: unknown, row: { changes: string | null }): unknown {
   return applyChanges(state, JSON.parse(row.changes ?? "[]") as JsonChange[]);
+}
+
+/** A session lock held by the current call (carried through its async work). */
+interface HeldLock {
+  store: PostgresStore;
+  id: string;
+  /** The lock's connection died: another replica may hold the session now. */
+  lost: boolean;
+  /** The snapshot index the call read under the lock; the step it writes must build on it. */
+  read?: number;
+  forget?: () => void;
+}
+
+const heldLocks = new AsyncLocalStorage<HeldLock>();
+
+/**
+ * Refuses a write whose call no longer holds its session: the lock's connection died, or the session
+ * moved on since the call read it (another replica took the lock meanwhile). Nothing is written, so the
+ * call may be sent again.
+ */
+function fence(held: HeldLock | undefined, latest: number | null): void {
+  if (!held) return;
+  if (held.lost || (held.read !== undefined && latest !== held.read)) throw lockLost();
+}
+
+/** STORE_UNAVAILABLE errors made here, with their kind (for metrics) and whether they were counted. */
+const UNAVAILABLE = new WeakMap<TerrariumError, { kind: StoreFailureKind; counted: boolean }>();
+
+const UNAVAILABLE_MESSAGES: Record<StoreFailureKind, string> = {
+  connect: "the session store is not available right now; try again shortly",
+  lost: "the session store is not available right now; try again shortly",
+  timeout: "the session store did not answer in time; try again shortly",
+  closed: "the session store is closed; send the request again (to another replica)",
+  lock_lost:
+    "the session's lock was lost during the call (the session store went away); nothing was written: send the call again",
+  in_doubt:
+    "the session store stopped answering while the change was being committed: it may or may not be stored; read the session before sending it again",
+  query: "the session store failed",
+};
+
+/** terrarium's error for a database that does not answer: a message for callers, the cause for the log. */
+function storeUnavailable(kind: StoreFailureKind, cause: unknown): TerrariumError {
+  const error = new TerrariumError("STORE_UNAVAILABLE", UNAVAILABLE_MESSAGES[kind], {
+    cause,
+    ...(kind === "in_doubt" ? { details: { written: "unknown" } } : {}),
+  });
+  UNAVAILABLE.set(error, { kind, counted: false });
+  return error;
+}
+
+function lockLost(): TerrariumError {
+  return storeUnavailable("lock_lost", new Error("the session lock's connection failed"));
+}
+
+/** Connection errors (Node's, by errno) that mean no connection could be made at all. */
+const CONNECT_ERRNOS = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "ENETDOWN",
+]);
+const LOST_ERRNOS = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED", "ERR_STREAM_DESTROYED"]);
+/**
+ * SQLSTATEs of a server that is not there for us now: 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03
+ * cannot_connect_now (starting up, shutting down, in recovery), 57P05 idle_session_timeout, 53300
+ * too_many_connections, and class 08 (connection exceptions; 08001 and 08004: could not connect).
+ */
+const CONNECT_STATES = new Set(["57P03", "53300", "08001", "08004"]);
+const LOST_STATES = new Set(["57P01", "57P02", "57P05"]);
+
+/**
+ * Whether `error` means the database (or the way to it) is not there, rather than a statement it refused,
+ * and how: a connection could not be made, one died, or an answer did not come in time.
+ */
+export function connectionFailure(error: unknown, depth = 0): StoreFailureKind | undefined {
+  if (!error || typeof error !== "object" || depth > 4 || error instanceof TerrariumError) return undefined;
+  if (error instanceof ProbeTimeout) return "timeout";
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string") {
+    if (CONNECT_ERRNOS.has(code) || CONNECT_STATES.has(code)) return "connect";
+    if (LOST_ERRNOS.has(code) || LOST_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return "lost";
+    if (code === "ETIMEDOUT") return "timeout";
+  }
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === "string") {
+    if (/timeout exceeded when trying to connect|connection timeout|query read timeout/i.test(message))
+      return "timeout";
+    if (/connection terminated|not queryable|connection (was )?(closed|ended)/i.test(message)) return "lost";
+    if (/cannot use a pool after calling end/i.test(message)) return "closed";
+  }
+  // Node reports a refused connection to every address of a host as one AggregateError.
+  const nested = (error as { errors?: unknown }).errors;
+  for (const each of Array.isArray(nested) ? nested : []) {
+    const kind = connectionFailure(each, depth + 1);
+    if (kind) return kind;
+  }
+  return connectionFailure((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/** A store used after `close()`. */
+class StoreClosed extends Error {
+  constructor() {
+    super("the session store is closed");
+  }
+}
+
+/** A probe (ping, commit check) that did not finish within the probe timeout. */
+class ProbeTimeout extends Error {
+  readonly code = "ETIMEDOUT";
+  constructor(ms: number) {
+    super(`Postgres did not answer within ${ms} ms`);
+  }
+}
+
+/** What a pool client's `release` takes to drop a connection rather than keep it. */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").slice(0, 300);
+}
+
+function positiveMs(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isFinite(value) || value <= 0)
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `${name} must be a positive number of milliseconds (got ${value})`,
+    );
+  return value;
+}
+
+/** A session's stored record as text (compared as text to settle a commit in doubt). */
+async function storedRecord(db: Queryable, id: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ record: string }>("SELECT record FROM terrarium_sessions WHERE id = $1", [
+    id,
+  ]);
+  return rows[0]?.record;
 }
 
 function reasonOf(error: unknown): string {

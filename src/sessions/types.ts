@@ -94,5 +94,24 @@ export interface Store {
    * session, never global. The lock is released when `run` settles, whatever it did.
    */
   withSessionLock?<T>(id: string, run: () => Promise<T>): Promise<T>;
+  /**
+   * Resolves when the store answers now (a readiness probe's question); rejects when it does not. Cheap:
+   * callers may ask every few seconds. Stores in this process always answer.
+   */
+  ping?(): Promise<void>;
+  /** Tells `watcher` about failures and lock waits (metrics) until the returned function is called. */
+  watch?(watcher: (event: StoreEvent) => void): () => void;
   close(): Promise<void>;
 }
+
+/**
+ * What a store reports to whoever watches it. `operation` is the Store method (a bounded set); `kind`
+ * says what failed: `connect` (no connection could be made), `lost` (a connection died mid-way),
+ * `timeout`, `in_doubt` (a commit whose outcome is unknown), `lock_lost` (the session lock's connection
+ * died during a call), `closed` (the store was closed), `query` (the database refused a statement).
+ */
+export type StoreEvent =
+  | { type: "failure"; operation: string; kind: StoreFailureKind }
+  | { type: "lock-wait"; seconds: number };
+
+export type StoreFailureKind = "connect" | "lost" | "timeout" | "in_doubt" | "lock_lost" | "closed" | "query";
