@@ -1,7 +1,8 @@
 // The chat widget of the demo shop, loaded in an iframe (<iframe id="chat" src="/chat.html">) by every page.
 // Messages are elements marked data-chat-role="user" | "agent"; once the agent has answered, the root
-// element carries data-session-id (the engine session of the agent's tool calls). The session id is kept in
-// sessionStorage, so moving between pages keeps the conversation: the widget reloads it from the server.
+// element carries data-session-id (the chat's random id, which also names the agent's tool calls under
+// /terrarium/sessions/<id>/history). The id is kept in sessionStorage, so moving between pages keeps the
+// conversation: the widget reloads it from the server. "New chat" ends the old one on the server.
 
 const SESSION_KEY = "terrarium-shop-chat-session";
 
@@ -136,6 +137,9 @@ form.addEventListener("submit", (event) => {
 });
 
 reset.addEventListener("click", () => {
+  // Ending the conversation on the server frees it at once (else it goes when it has been idle long enough).
+  if (sessionId)
+    void fetch(`/api/chat/${encodeURIComponent(sessionId)}`, { method: "DELETE" }).catch(() => {});
   remember(null);
   for (const element of [...log.querySelectorAll("[data-chat-role]")]) element.remove();
   showError("");

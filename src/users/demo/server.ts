@@ -1,18 +1,17 @@
 import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, isIPv4, isIPv6 } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { TerrariumError } from "../../core/errors.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
-import { createApp } from "../../server/app.js";
-import { readLimited } from "../../server/http.js";
+import { hashToken, readLimited } from "../../server/http.js";
 import { buildEngine } from "../../server/start.js";
 import type { Engine } from "../../sim/engine.js";
 import { PlannerTarget } from "../agents/planner.js";
 import { DEFAULT_MAX_TOOL_STEPS, DEFAULT_TIMEOUT_MS } from "../agents/shared.js";
-import { ChatSessions, ChatTurnError, MAX_MESSAGE_CHARS } from "./chat.js";
+import { ChatSessions, ChatTurnError, chatLimits, MAX_MESSAGE_CHARS } from "./chat.js";
 import { lookupStatic, shopFolder, staticResponse } from "./static.js";
 
 /** The environment behind the shop and its agent. */
@@ -23,19 +22,26 @@ export const TERRARIUM_PREFIX = "/terrarium";
 export const MAX_CHAT_BODY_BYTES = 16 * 1024;
 
 export interface ShopDemoOptions {
-  /** Port on 127.0.0.1; 0 picks a free one (default 8090). */
+  /** Port to listen on; 0 picks a free one (default 8090). */
   port?: number;
-  host?: "127.0.0.1";
+  /** Address to listen on (default 127.0.0.1). Its name is one the shop answers for, unless a wildcard. */
+  host?: string;
+  /** Host names the shop answers for besides localhost, 127.0.0.1, [::1] and `host` (DNS rebinding). */
+  allowedHosts?: string[];
+  /** Bearer tokens of the /terrarium/ API; without any it is open (as `terrarium serve` without --token). */
+  tokens?: string[];
   /** The planner agent's model (`provider:model`); else roles.agent, else roles.default, else scripted. */
   agentModel?: string;
   /** Models to use (their config and ledger); otherwise built from `config`. The caller closes them. */
   models?: Models;
   /** terrarium.config.yaml to read when `models` is not given. */
   config?: string;
-  /** Seeds the engine (session ids, clocks) and the planner's model calls. */
+  /** Seeds the engine (its sessions, clocks) and the planner's model calls; never the chat ids. */
   seed?: string;
-  /** Conversations kept in memory (default 500). */
+  /** Live conversations at most (default 500); a new one past this is refused with 503 until one ends. */
   maxChatSessions?: number;
+  /** A conversation without a message for this many milliseconds is closed (default 30 minutes). */
+  chatIdleMs?: number;
 }
 
 export interface ShopDemo {
@@ -46,6 +52,10 @@ export interface ShopDemo {
   /** The planner's model, when there is one. */
   agentModel?: string;
   engine: Engine;
+  /** The live conversations (their count, `closed` events). */
+  chats: ChatSessions;
+  /** The host names the shop answers for (canonical: lower case, IPv6 in brackets). */
+  allowedHosts: string[];
   close: () => Promise<void>;
 }
 
@@ -89,6 +99,15 @@ const ChatRequest = z.strictObject({
     .max(MAX_MESSAGE_CHARS, `the message is longer than ${MAX_MESSAGE_CHARS} characters`),
 });
 
+/** What the widget and the harness reading its sessions need of terrarium's API; nothing else is routed. */
+export const TERRARIUM_ROUTES = [
+  "GET /terrarium/tools",
+  "GET /terrarium/sessions/{chat id}/history",
+  "GET /terrarium/sessions/{chat id}/state",
+] as const;
+/** Names every demo shop answers for, whatever it listens on. */
+export const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"] as const;
+
 const ORDER_ID = /^#?(W\d{7})$/i;
 const PRODUCT_ID = /^\d{1,20}$/;
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -96,15 +115,70 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 /** An error answer; `extra` adds fields beside `error` (the chat session a failed turn belongs to). */
 const apiError = (
   c: Context,
-  status: 400 | 404 | 405 | 413 | 415 | 502,
+  status: 400 | 401 | 403 | 404 | 405 | 413 | 415 | 502 | 503,
   code: string,
   message: string,
   extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
 ) =>
   c.json({ error: { code, message }, ...extra }, status, {
     "x-content-type-options": "nosniff",
     "cache-control": "no-store",
+    ...headers,
   });
+
+const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * A host name or address in the form a `Host` header carries it: lower case, no trailing dot, IPv6 in
+ * brackets; undefined when it is neither an IP address nor a DNS name.
+ */
+export function canonicalHost(name: string): string | undefined {
+  const text = name.trim().toLowerCase();
+  const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
+  if (isIPv6(bare)) return `[${bare}]`;
+  if (bare !== text) return undefined;
+  if (isIPv4(text)) return text;
+  const dotless = text.endsWith(".") ? text.slice(0, -1) : text;
+  if (dotless.length === 0 || dotless.length > 253) return undefined;
+  return dotless.split(".").every((label) => HOST_LABEL.test(label)) ? dotless : undefined;
+}
+
+/** The host name of a `Host` header (`name`, `name:port`, `[v6]:port`), canonical; undefined when malformed. */
+export function hostOfHeader(header: string): string | undefined {
+  const match = /^(\[[^\]]*\]|[^:[\]]*)(?::\d{1,5})?$/.exec(header.trim());
+  return match ? canonicalHost(match[1] as string) : undefined;
+}
+
+/** The names a shop listening on `host` answers for: loopback, `host` unless a wildcard, the extra names. */
+export function allowedHostNames(host: string, extra: readonly string[] = []): string[] {
+  const names = new Set<string>(LOOPBACK_HOSTS);
+  const own = canonicalHost(host);
+  if (own && own !== "0.0.0.0" && own !== "[::]") names.add(own);
+  for (const name of extra) {
+    if (/:\d+$/.test(name.trim()) && !isIPv6(name.trim()))
+      throw new TerrariumError("INVALID_INPUT", `allowed host "${name}": give the name without a port`);
+    const canonical = canonicalHost(name);
+    if (!canonical)
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `allowed host "${name}" is not a host name (example.com) or an IP address`,
+      );
+    names.add(canonical);
+  }
+  return [...names];
+}
+
+/** Bearer tokens: non-empty, no spaces or control characters (they could not travel in the header). */
+function checkedTokens(tokens: readonly string[]): string[] {
+  for (const token of tokens)
+    if (!/^[\x21-\x7e]+$/.test(token))
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        "a token must be printable ASCII without spaces (it travels as Authorization: Bearer <token>)",
+      );
+  return tokens.map(hashToken);
+}
 
 /**
  * The demo shop: its pages (examples/shop), a JSON API over the tau2-retail store, the chat agent
@@ -113,8 +187,20 @@ const apiError = (
  */
 export async function startShopDemo(options: ShopDemoOptions = {}): Promise<ShopDemo> {
   const host = options.host ?? "127.0.0.1";
-  if (host !== "127.0.0.1")
-    throw new TerrariumError("INVALID_INPUT", `the demo shop listens on 127.0.0.1 only (got ${host})`);
+  const listenHost = canonicalHost(host);
+  if (!listenHost)
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `the demo shop listens on an IP address or a host name (got "${host}")`,
+    );
+  const allowedHosts = allowedHostNames(host, options.allowedHosts ?? []);
+  const tokens = checkedTokens(options.tokens ?? []);
+  const chatOptions = {
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    ...(options.maxChatSessions !== undefined ? { maxSessions: options.maxChatSessions } : {}),
+    ...(options.chatIdleMs !== undefined ? { idleMs: options.chatIdleMs } : {}),
+  };
+  chatLimits(chatOptions);
   const port = options.port ?? 8090;
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new TerrariumError(
@@ -142,7 +228,6 @@ export async function startShopDemo(options: ShopDemoOptions = {}): Promise<Shop
     throw error;
   }
   const { engine } = built;
-  const initial = (await built.environment?.initialState()) as RetailState;
   const chats = new ChatSessions(
     engine,
     agentModel !== undefined
@@ -156,31 +241,36 @@ export async function startShopDemo(options: ShopDemoOptions = {}): Promise<Shop
           }),
         }
       : { kind: "scripted" },
-    {
-      ...(options.seed !== undefined ? { seed: options.seed } : {}),
-      ...(options.maxChatSessions !== undefined ? { maxSessions: options.maxChatSessions } : {}),
-    },
+    chatOptions,
   );
-  const terrarium = createApp(engine, {
-    profile: built.profile,
-    apiNames: built.apiNames,
-    usage: built.usage,
+  const initial = (await built.environment?.initialState()) as RetailState;
+  const app = shopApp({
+    root,
+    engine,
+    initial,
+    chats,
+    agentModel,
+    allowedHosts: new Set(allowedHosts),
+    tokens: new Set(tokens),
   });
-  const app = shopApp({ root, engine, initial, chats, terrarium, agentModel });
 
   const shutdown = async () => {
     await chats.close();
     await engine.close();
     await closeModels();
   };
+  // What to print: a wildcard address is reached through loopback.
+  const shown = listenHost === "0.0.0.0" ? "127.0.0.1" : listenHost === "[::]" ? "[::1]" : listenHost;
   return new Promise<ShopDemo>((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port, hostname: host }, (info: AddressInfo) => {
       server.off("error", failed);
       resolve({
-        url: `http://${host}:${info.port}/`,
+        url: `http://${shown}:${info.port}/`,
         mode: chats.mode,
         ...(agentModel !== undefined ? { agentModel } : {}),
         engine,
+        chats,
+        allowedHosts,
         close: () =>
           new Promise<void>((done) => {
             const http = server as Server;
@@ -207,29 +297,74 @@ interface ShopAppParts {
   engine: Engine;
   initial: RetailState;
   chats: ChatSessions;
-  terrarium: { fetch: (request: Request) => Response | Promise<Response> };
   agentModel: string | undefined;
+  /** Canonical host names answered (see `allowedHostNames`). */
+  allowedHosts: ReadonlySet<string>;
+  /** Hashes of the bearer tokens of /terrarium/ (`hashToken`); empty: open. */
+  tokens: ReadonlySet<string>;
 }
 
 /** The shop's routes (exported for tests that need no socket). */
 export function shopApp(parts: ShopAppParts): Hono {
-  const { root, engine, initial, chats, terrarium } = parts;
+  const { root, engine, initial, chats, allowedHosts, tokens } = parts;
   const app = new Hono();
 
-  // terrarium's API, as `terrarium serve` answers it, with the prefix taken off the path.
-  const forward = (c: Context) => {
-    const url = new URL(c.req.url);
-    url.pathname = url.pathname.slice(TERRARIUM_PREFIX.length) || "/";
-    const raw = c.req.raw;
-    const init: RequestInit & { duplex?: "half" } = { method: raw.method, headers: raw.headers };
-    if (raw.body && raw.method !== "GET" && raw.method !== "HEAD") {
-      init.body = raw.body;
-      init.duplex = "half";
-    }
-    return terrarium.fetch(new Request(url, init));
+  // DNS rebinding: a page of another site whose name now resolves to this address sends its own name.
+  app.use("*", async (c, next) => {
+    const header = c.req.header("host") ?? "";
+    const name = hostOfHeader(header);
+    if (name !== undefined && allowedHosts.has(name)) return next();
+    return apiError(
+      c,
+      403,
+      "HOST_NOT_ALLOWED",
+      name === undefined
+        ? "the request has no valid Host header"
+        : `the demo shop does not answer for host "${name}"; start it with --allowed-host ${name} to allow it`,
+    );
+  });
+
+  // terrarium's API: a bearer token when the shop has some, then only the routes of TERRARIUM_ROUTES.
+  app.use("*", async (c, next) => {
+    const path = c.req.path;
+    if (path !== TERRARIUM_PREFIX && !path.startsWith(`${TERRARIUM_PREFIX}/`)) return next();
+    if (tokens.size === 0) return next();
+    const presented = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1];
+    if (presented !== undefined && tokens.has(hashToken(presented))) return next();
+    return apiError(
+      c,
+      401,
+      "UNAUTHORIZED",
+      presented ? "the bearer token is not accepted" : "send Authorization: Bearer <token>",
+      {},
+      { "www-authenticate": 'Bearer realm="terrarium demo shop"' },
+    );
+  });
+  // A chat's engine session, by the chat's id: only live conversations are reachable.
+  const chatSession = (c: Context) => {
+    const id = c.req.param("id") ?? "";
+    return SESSION_ID.test(id) ? chats.engineSession(id) : undefined;
   };
-  app.all(TERRARIUM_PREFIX, forward);
-  app.all(`${TERRARIUM_PREFIX}/*`, forward);
+  const noChat = (c: Context) =>
+    apiError(c, 404, "UNKNOWN_SESSION", `no chat session ${c.req.param("id")?.slice(0, 128) ?? ""}`);
+  app.get(`${TERRARIUM_PREFIX}/tools`, (c) => c.json(engine.catalog.toJSON()));
+  app.get(`${TERRARIUM_PREFIX}/sessions/:id/history`, async (c) => {
+    const session = chatSession(c);
+    return session === undefined ? noChat(c) : c.json(await engine.history(session));
+  });
+  app.get(`${TERRARIUM_PREFIX}/sessions/:id/state`, async (c) => {
+    const session = chatSession(c);
+    return session === undefined ? noChat(c) : c.json(await engine.state(session));
+  });
+  const notExposed = (c: Context) =>
+    apiError(
+      c,
+      404,
+      "NOT_FOUND",
+      `the demo shop exposes only ${TERRARIUM_ROUTES.join(", ")} of terrarium's API (no ${c.req.method} ${c.req.path})`,
+    );
+  app.all(TERRARIUM_PREFIX, notExposed);
+  app.all(`${TERRARIUM_PREFIX}/*`, notExposed);
 
   app.get("/api/info", (c) =>
     c.json({
@@ -283,8 +418,9 @@ export function shopApp(parts: ShopAppParts): Hono {
     if (!match) return apiError(c, 400, "INVALID_INPUT", "an order id looks like #W1234567");
     const orderId = `#${(match[1] as string).toUpperCase()}`;
     let state = initial;
-    const session = c.req.query("session");
-    if (session !== undefined && SESSION_ID.test(session)) {
+    const chat = c.req.query("session");
+    const session = chat !== undefined && SESSION_ID.test(chat) ? chats.engineSession(chat) : undefined;
+    if (session !== undefined) {
       try {
         state = (await engine.state(session)) as RetailState;
       } catch {
@@ -352,6 +488,12 @@ export function shopApp(parts: ShopAppParts): Hono {
         return apiError(c, 400, cause.code, cause.message, known);
       if (cause instanceof TerrariumError && cause.code === "UNKNOWN_SESSION")
         return apiError(c, 404, cause.code, cause.message);
+      // Too many live chats, or the shop is stopping: a polite answer the widget shows as it is.
+      if (
+        cause instanceof TerrariumError &&
+        (cause.code === "QUOTA_EXCEEDED" || cause.code === "SHUTTING_DOWN")
+      )
+        return apiError(c, 503, cause.code, cause.message, {}, { "retry-after": "60" });
       const reason = (cause as Error)?.message ?? String(cause);
       return apiError(c, 502, "AGENT_ERROR", `the agent could not answer: ${reason}`, known);
     }
@@ -363,6 +505,14 @@ export function shopApp(parts: ShopAppParts): Hono {
     const messages = chats.messages(id);
     if (!messages) return apiError(c, 404, "UNKNOWN_SESSION", `no chat session ${id}`);
     return c.json({ sessionId: id, messages });
+  });
+
+  // The widget's "new conversation" button: the chat and its engine session end now.
+  app.delete("/api/chat/:sessionId", async (c) => {
+    const id = c.req.param("sessionId");
+    if (!SESSION_ID.test(id)) return apiError(c, 400, "INVALID_INPUT", "not a session id");
+    if (!(await chats.end(id))) return apiError(c, 404, "UNKNOWN_SESSION", `no chat session ${id}`);
+    return c.body(null, 204, { "cache-control": "no-store" });
   });
 
   app.all("/api/*", (c) => apiError(c, 404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`));
