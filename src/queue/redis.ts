@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { type Job, Queue, UnrecoverableError, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { TerrariumError } from "../core/errors.js";
+import { RedisHealth, reasonOf, redactUrl, retryDelay } from "./redis-health.js";
 import {
   budgetSpentMessage,
   countProgress,
@@ -30,6 +31,11 @@ export interface RedisJobQueueOptions {
   keepSeconds?: number;
   /** How long a submitter waits without a result before it says so (`SubmitOptions.onWaiting`), in ms. Default 30 s. */
   waitingNoticeMs?: number;
+  /**
+   * Where the queue's own lines go: one when Redis becomes unreachable, one when it is back, and errors
+   * of the queue machinery. Default: standard error, prefixed with "terrarium: ".
+   */
+  log?: (line: string) => void;
 }
 
 export interface WorkOptions {
@@ -55,6 +61,10 @@ export interface QueueWorker {
   readonly name: string;
   /** Items this worker has finished. */
   readonly processed: number;
+  /** Items in this worker's hands now. */
+  readonly active: number;
+  /** True once `close` was called. */
+  readonly stopping: boolean;
   /**
    * Stops taking items and waits for the ones in hand; with `force`, does not wait: items in hand are
    * abandoned and other workers take them once their lock expires (as when a worker dies).
@@ -96,20 +106,36 @@ export class RedisJobQueue implements JobQueue {
   private readonly redis: Redis;
   private queue: Queue | undefined;
   private readonly workers = new Set<QueueWorker>();
+  private readonly health: RedisHealth;
+  private readonly log: (line: string) => void;
 
-  /** Opens a queue after checking that Redis answers (a wrong URL fails here, not in the first submit). */
+  /**
+   * Opens a queue after checking that Redis answers: a wrong URL or nothing listening fails here, as
+   * bad input, not in the first submit. Once open, the queue's connections ride out outages: commands
+   * wait for Redis to come back instead of failing.
+   */
   static async connect(url: string, options: RedisJobQueueOptions = {}): Promise<RedisJobQueue> {
-    const queue = new RedisJobQueue(url, options);
+    // One attempt, no retries: an unreachable Redis at the start is a setup error to report now.
+    const probe = new Redis(url, {
+      lazyConnect: true,
+      connectTimeout: 5000,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    probe.on("error", () => {});
     try {
-      await queue.redis.ping();
+      await probe.connect();
+      await probe.ping();
     } catch (error) {
-      await queue.close();
       throw new TerrariumError(
         "INVALID_INPUT",
-        `cannot reach Redis at ${queue.description}: ${errorMessage(error)}`,
+        `cannot reach Redis at ${redactUrl(url)} (${reasonOf(error as Error)}): is redis-server running there, and is the URL right?`,
       );
+    } finally {
+      probe.disconnect();
     }
-    return queue;
+    return new RedisJobQueue(url, options);
   }
 
   constructor(
@@ -123,7 +149,35 @@ export class RedisJobQueue implements JobQueue {
     this.keepSeconds = options.keepSeconds ?? 7 * 24 * 3600;
     this.waitingNoticeMs = options.waitingNoticeMs ?? 30_000;
     this.description = `${redactUrl(url)} (queue ${this.queueName})`;
-    this.redis = this.connection({ connectTimeout: 5000, maxRetriesPerRequest: 2 });
+    this.log = options.log ?? ((line) => process.stderr.write(`terrarium: ${line}\n`));
+    this.health = new RedisHealth(redactUrl(url), this.log);
+    this.redis = this.connection();
+  }
+
+  /** Whether every connection of the queue is up (false from a dropped connection until it is back). */
+  get reachable(): boolean {
+    return this.health.reachable;
+  }
+
+  /** Connections of this queue that dropped and came back since it was opened. */
+  get reconnects(): number {
+    return this.health.reconnects;
+  }
+
+  /** True when Redis answers a PING within `timeoutMs` (false at once while a connection is down). */
+  async ping(timeoutMs = 1000): Promise<boolean> {
+    if (!this.health.connected) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((done) => {
+      timer = setTimeout(() => done(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.redis.ping().then((answer) => answer === "PONG"), late]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   register(...kinds: JobKind[]): void {
@@ -302,6 +356,7 @@ export class RedisJobQueue implements JobQueue {
       return entry;
     };
     let processed = 0;
+    let active = 0;
     const record = async (runId: string, result: ItemResult<unknown>) => {
       const keys = this.runKeys(runId);
       await this.redis
@@ -317,6 +372,7 @@ export class RedisJobQueue implements JobQueue {
     const processor = async (job: Job<JobData>) => {
       const { runId, itemId, payload } = job.data;
       const entry = runnerFor(runId, job.name);
+      active++;
       entry.active++;
       entry.used = Date.now();
       let spent = 0;
@@ -382,11 +438,12 @@ export class RedisJobQueue implements JobQueue {
         throw error;
       } finally {
         await flushSpending();
+        active--;
         entry.active--;
         entry.used = Date.now();
       }
     };
-    const connection = this.connection({ maxRetriesPerRequest: null });
+    const connection = this.connection();
     const worker = new Worker<JobData>(this.queueName, processor, {
       connection,
       prefix: this.prefix,
@@ -396,8 +453,17 @@ export class RedisJobQueue implements JobQueue {
       maxStalledCount: options.maxStalledCount ?? 2,
       name,
     });
-    // Errors of the connection are retried by ioredis; without a listener Node would crash on them.
-    worker.on("error", () => {});
+    // Connection errors (the blocking connection's too) are retried by ioredis and told once by the
+    // health lines; other errors of BullMQ's machinery are logged, each message once a minute at most.
+    const told = new Map<string, number>();
+    worker.on("error", (error) => {
+      if (isConnectionError(error)) return;
+      const message = errorMessage(error).split("\n")[0]?.slice(0, 300) ?? "";
+      if (Date.now() - (told.get(message) ?? 0) < 60_000) return;
+      if (told.size > 100) told.clear();
+      told.set(message, Date.now());
+      this.log(`worker ${name}: ${message}`);
+    });
     // A run's resources are closed once it has been idle for a minute.
     const closeRunner = async (runId: string) => {
       const entry = runners.get(runId);
@@ -415,11 +481,18 @@ export class RedisJobQueue implements JobQueue {
       get processed() {
         return processed;
       },
+      get active() {
+        return active;
+      },
+      get stopping() {
+        return closing !== undefined;
+      },
       close: (closeOptions = {}) => {
         closing ??= (async () => {
           clearInterval(sweep);
           await worker.close(closeOptions.force === true);
           for (const runId of [...runners.keys()]) await closeRunner(runId);
+          this.health.release(connection);
           connection.disconnect();
           this.workers.delete(handle);
         })();
@@ -433,16 +506,32 @@ export class RedisJobQueue implements JobQueue {
   async close(): Promise<void> {
     for (const worker of [...this.workers]) await worker.close();
     await this.queue?.close();
+    this.health.release(this.redis);
     this.redis.disconnect();
   }
 
   private bullQueue(): Queue {
-    this.queue ??= new Queue(this.queueName, { connection: this.redis, prefix: this.prefix });
+    if (!this.queue) {
+      this.queue = new Queue(this.queueName, { connection: this.redis, prefix: this.prefix });
+      // Its connection is ours, already watched: its errors are told by the health lines.
+      this.queue.on("error", () => {});
+    }
     return this.queue;
   }
 
-  private connection(options: { connectTimeout?: number; maxRetriesPerRequest: number | null }): Redis {
-    return new Redis(this.url, { ...options, lazyConnect: false });
+  /**
+   * A connection that waits out outages: it reconnects for as long as it takes, and commands wait for
+   * it (no per-request retry limit, which BullMQ's blocking connections need anyway).
+   */
+  private connection(): Redis {
+    return this.health.watch(
+      new Redis(this.url, {
+        connectTimeout: 5000,
+        maxRetriesPerRequest: null,
+        retryStrategy: retryDelay,
+        lazyConnect: false,
+      }),
+    );
   }
 
   private runKeys(runId: string) {
@@ -461,14 +550,13 @@ function jobIdOf(runId: string, itemId: string): string {
   return `i${createHash("sha256").update(runId).update("\u0000").update(itemId).digest("hex").slice(0, 40)}`;
 }
 
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return url;
-  }
+/** Errors of a connection that ioredis retries by itself (told once by the health lines, not each time). */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return true;
+  return /Connection is closed|connect E[A-Z]+|Stream isn't writeable|ECONNRESET|EPIPE/.test(
+    errorMessage(error),
+  );
 }
 
 function sleep(ms: number): Promise<void> {
