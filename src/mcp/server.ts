@@ -8,6 +8,8 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Tool } from "../catalog/tool.js";
+import { TerrariumError } from "../core/errors.js";
+import { positiveCap, QuotaGuard, quotaExceeded } from "../server/quotas.js";
 import type { Engine } from "../sim/engine.js";
 
 /**
@@ -121,49 +123,97 @@ function asObject(value: unknown): Record<string, unknown> {
 export interface McpHttpOptions {
   /** Live MCP sessions at most (all tokens together); a new initialize beyond it gets a 503. */
   maxSessions?: number;
-  /** A session unused this long (ms) is closed, with its engine session, when room is needed. */
+  /** Live MCP sessions one token may hold; a new initialize beyond it gets a 429 (no cap on an open server). */
+  maxSessionsPerToken?: number;
+  /** A session unused this long (ms) is closed, with its engine session (checked on a timer and when room is needed). */
   idleMs?: number;
+  /** Per-token quotas shared with the REST routes: an MCP session's engine session counts as a stored session. */
+  quotas?: QuotaGuard;
   /** Reported by the MCP server. */
   version?: string;
 }
 
 /** Default cap on live MCP sessions over HTTP. */
 export const DEFAULT_MAX_MCP_SESSIONS = 1000;
-/** Default idle time after which an MCP session may be reclaimed (30 minutes). */
-export const DEFAULT_MCP_IDLE_MS = 30 * 60 * 1000;
+/** Default cap on one token's live MCP sessions: a tenth of the server's, so no token alone can fill it. */
+export const DEFAULT_MAX_MCP_SESSIONS_PER_TOKEN = 100;
+/** Default idle time after which an MCP session is closed (5 minutes). */
+export const DEFAULT_MCP_IDLE_MS = 5 * 60 * 1000;
+/** How often idle sessions are looked for, at most (the sweep runs every idleMs / 2 within these bounds). */
+const SWEEP_MIN_MS = 50;
+const SWEEP_MAX_MS = 60_000;
 
 interface McpConnection {
   transport: WebStandardStreamableHTTPServerTransport;
   /** Hash of the token that initialised it (undefined on an open server); only it may use the session. */
   owner: string | undefined;
-  engineSession: string;
+  /** The engine session, made at the first call that needs one (a list-only connection never stores one). */
+  engineSession: Promise<string> | undefined;
   lastUsed: number;
+  /** Requests being answered now: a session is never reclaimed in the middle of one. */
+  active: number;
+}
+
+/** Emitted by `McpHttpEndpoint` when it closes a session (`deleted`, `idle`), after its engine session is gone. */
+export interface McpSessionEnded {
+  mcpSession: string;
+  owner: string | undefined;
+  reason: "deleted" | "idle";
+  /** The engine session it deleted, if the session had made one. */
+  engineSession: string | undefined;
 }
 
 /**
- * MCP over streamable HTTP: one engine session per MCP connection (per `Mcp-Session-Id`). Nothing is created
- * until an `initialize` request succeeds; the session then belongs to the caller's token, and any other
- * token gets the same 404 as an unknown session id. `DELETE /mcp` ends the MCP session and deletes its
- * engine session. Live sessions are capped: idle ones are reclaimed first, then new ones are refused.
+ * MCP over streamable HTTP: one engine session per MCP connection (per `Mcp-Session-Id`), made only when the
+ * connection first calls a tool, so `initialize` and `tools/list` store nothing. The MCP session belongs to
+ * the caller's token, and any other token gets the same 404 as an unknown session id. `DELETE /mcp` ends
+ * the MCP session and deletes its engine session; so does idling past `idleMs` (a timer looks while any
+ * session is open). Live sessions are capped per token (429, so one tenant cannot fill the server) and in
+ * all (503): idle ones are reclaimed first, then new ones are refused.
  */
 export class McpHttpEndpoint {
   private readonly connections = new Map<string, McpConnection>();
-  /** Initialize requests in flight: they count against the cap before they are registered. */
+  /** Initialize requests in flight: they count against the caps before they are registered. */
   private pending = 0;
+  private readonly pendingByOwner = new Map<string, number>();
   private readonly maxSessions: number;
+  private readonly maxPerToken: number;
   private readonly idleMs: number;
+  private readonly quotas: QuotaGuard;
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+  private readonly listeners = new Set<(ended: McpSessionEnded) => void>();
 
   constructor(
     private readonly engine: Engine,
     private readonly options: McpHttpOptions = {},
   ) {
-    this.maxSessions = options.maxSessions ?? DEFAULT_MAX_MCP_SESSIONS;
-    this.idleMs = options.idleMs ?? DEFAULT_MCP_IDLE_MS;
+    this.maxSessions = positiveCap(
+      "the MCP session limit (maxSessions)",
+      options.maxSessions ?? DEFAULT_MAX_MCP_SESSIONS,
+    );
+    this.maxPerToken = positiveCap(
+      "--max-mcp-sessions-per-token",
+      options.maxSessionsPerToken ?? DEFAULT_MAX_MCP_SESSIONS_PER_TOKEN,
+    );
+    const idleMs = options.idleMs ?? DEFAULT_MCP_IDLE_MS;
+    if (typeof idleMs !== "number" || !Number.isFinite(idleMs) || idleMs <= 0 || idleMs > 2 ** 31 - 1)
+      throw new TerrariumError(
+        "CONFIG_INVALID",
+        `--mcp-idle-timeout must be a positive time of at most 24 days, got ${String(idleMs)} ms`,
+      );
+    this.idleMs = idleMs;
+    this.quotas = options.quotas ?? new QuotaGuard(engine.store);
   }
 
   /** Live MCP sessions. */
   get size(): number {
     return this.connections.size;
+  }
+
+  /** Calls `listener` each time a session is ended by DELETE or reclaimed; returns how to stop listening. */
+  onSessionEnded(listener: (ended: McpSessionEnded) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /**
@@ -184,8 +234,14 @@ export class McpHttpEndpoint {
       // Another token's session looks exactly like a missing one: its existence is not revealed.
       if (!connection || connection.owner !== owner)
         return rpcError(404, -32001, `no MCP session ${id.slice(0, 100)}; initialize a new one`);
+      connection.active++;
       connection.lastUsed = Date.now();
-      return connection.transport.handleRequest(request, handleOptions);
+      try {
+        return await connection.transport.handleRequest(request, handleOptions);
+      } finally {
+        connection.active--;
+        connection.lastUsed = Date.now();
+      }
     }
     if (request.method !== "POST" && request.method !== "DELETE")
       return rpcError(405, -32000, `${request.method} is not allowed on /mcp (use POST or DELETE)`, {
@@ -197,6 +253,10 @@ export class McpHttpEndpoint {
         -32000,
         "send Mcp-Session-Id, or start a session with a POST whose body is one initialize request",
       );
+    if (owner !== undefined) {
+      if (this.ownedBy(owner) >= this.maxPerToken) await this.reclaimIdle(owner);
+      if (this.ownedBy(owner) >= this.maxPerToken) return this.tokenFull(owner);
+    }
     if (this.connections.size + this.pending >= this.maxSessions) await this.reclaimIdle();
     if (this.connections.size + this.pending >= this.maxSessions)
       return rpcError(
@@ -205,11 +265,42 @@ export class McpHttpEndpoint {
         `too many MCP sessions (limit ${this.maxSessions}); end unused ones with DELETE /mcp and try again`,
       );
     this.pending++;
+    if (owner !== undefined) this.pendingByOwner.set(owner, (this.pendingByOwner.get(owner) ?? 0) + 1);
     try {
       return await this.initialize(request, owner, handleOptions);
     } finally {
       this.pending--;
+      if (owner !== undefined) {
+        const left = (this.pendingByOwner.get(owner) ?? 1) - 1;
+        if (left > 0) this.pendingByOwner.set(owner, left);
+        else this.pendingByOwner.delete(owner);
+      }
     }
+  }
+
+  /** Live and initialising sessions of one token. */
+  private ownedBy(owner: string): number {
+    let count = this.pendingByOwner.get(owner) ?? 0;
+    for (const connection of this.connections.values()) if (connection.owner === owner) count++;
+    return count;
+  }
+
+  /** The 429 for a token at its cap; Retry-After is when its least recently used session may be reclaimed. */
+  private tokenFull(owner: string): Response {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const connection of this.connections.values())
+      if (connection.owner === owner && connection.active === 0)
+        oldest = Math.min(oldest, connection.lastUsed);
+    const wait = Number.isFinite(oldest)
+      ? Math.max(1, Math.ceil((oldest + this.idleMs - Date.now()) / 1000))
+      : 1;
+    const error = quotaExceeded(
+      "live MCP sessions",
+      "--max-mcp-sessions-per-token",
+      this.maxPerToken,
+      `end unused ones with DELETE /mcp (their Mcp-Session-Id), or wait until one has been idle for ${Math.round(this.idleMs / 1000)} s, then try again`,
+    );
+    return rpcError(429, -32000, error.message, { "retry-after": String(wait) }, { code: "QUOTA_EXCEEDED" });
   }
 
   private async initialize(
@@ -217,28 +308,31 @@ export class McpHttpEndpoint {
     owner: string | undefined,
     handleOptions: { parsedBody: unknown } | undefined,
   ): Promise<Response> {
-    let engineSession: string | undefined;
+    let connection: McpConnection | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
-      // Called only once the initialize request is accepted: the engine session is made here, not before.
-      onsessioninitialized: async (mcpSession) => {
-        const record = await this.engine.createSession({
-          ...(owner ? { owner } : {}),
-          metadata: { mcpSession },
-        });
-        engineSession = record.id;
-        this.connections.set(mcpSession, { transport, owner, engineSession, lastUsed: Date.now() });
+      // Called only once the initialize request is accepted. Nothing is stored yet: the engine session
+      // waits for the first call that needs it.
+      onsessioninitialized: (mcpSession) => {
+        connection = { transport, owner, engineSession: undefined, lastUsed: Date.now(), active: 0 };
+        this.connections.set(mcpSession, connection);
+        this.startSweeping();
       },
       onsessionclosed: async (mcpSession) => {
-        await this.forget(mcpSession);
+        await this.forget(mcpSession, "deleted");
       },
     });
     const server = createMcpServer(
       this.engine,
-      async () => {
-        if (!engineSession) throw new Error("the MCP session is not initialized");
-        return engineSession;
+      () => {
+        if (!connection || !transport.sessionId) throw new Error("the MCP session is not initialized");
+        connection.engineSession ??= this.createEngineSession(transport.sessionId, owner).catch((error) => {
+          // A refusal (quota) is not remembered: the next call tries again.
+          if (connection) connection.engineSession = undefined;
+          throw error;
+        });
+        return connection.engineSession;
       },
       this.options.version,
     );
@@ -249,25 +343,67 @@ export class McpHttpEndpoint {
     return response;
   }
 
-  /** Drops an MCP session and deletes its engine session. */
-  private async forget(mcpSession: string): Promise<void> {
+  /** The connection's engine session, counted against the token's stored sessions. */
+  private async createEngineSession(mcpSession: string, owner: string | undefined): Promise<string> {
+    try {
+      const record = await this.quotas.createSessions(owner, () =>
+        this.engine.createSession({ ...(owner ? { owner } : {}), metadata: { mcpSession } }),
+      );
+      // Ended while the session was being made (DELETE, reclaimed): nobody will use it.
+      if (!this.connections.has(mcpSession)) {
+        await this.engine.deleteSession(record.id).catch(() => false);
+        throw new McpError(-32001, "the MCP session ended; initialize a new one");
+      }
+      return record.id;
+    } catch (error) {
+      if (error instanceof TerrariumError && error.code === "QUOTA_EXCEEDED")
+        throw new McpError(-32000, error.message, { code: "QUOTA_EXCEEDED" });
+      throw error;
+    }
+  }
+
+  /** Drops an MCP session and deletes its engine session (waiting for one being made). */
+  private async forget(mcpSession: string, reason: McpSessionEnded["reason"]): Promise<void> {
     const connection = this.connections.get(mcpSession);
     if (!connection) return;
     this.connections.delete(mcpSession);
-    await this.engine.deleteSession(connection.engineSession).catch(() => false);
+    if (this.connections.size === 0) this.stopSweeping();
+    const engineSession = await connection.engineSession?.catch(() => undefined);
+    if (engineSession !== undefined) await this.engine.deleteSession(engineSession).catch(() => false);
+    for (const listener of this.listeners)
+      listener({ mcpSession, owner: connection.owner, reason, engineSession });
   }
 
-  private async reclaimIdle(): Promise<void> {
+  /** Closes sessions idle past `idleMs` (of one token, or all), never one answering a request. */
+  private async reclaimIdle(owner?: string): Promise<void> {
     const cutoff = Date.now() - this.idleMs;
     for (const [mcpSession, connection] of [...this.connections]) {
-      if (connection.lastUsed > cutoff) continue;
-      await this.forget(mcpSession);
+      if (connection.lastUsed > cutoff || connection.active > 0) continue;
+      if (owner !== undefined && connection.owner !== owner) continue;
+      await this.forget(mcpSession, "idle");
       await connection.transport.close();
     }
   }
 
+  /** A timer while sessions are open, so idle ones go (with their engine sessions) even when no one asks for room. */
+  private startSweeping(): void {
+    if (this.sweeper) return;
+    const every = Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, Math.floor(this.idleMs / 2)));
+    this.sweeper = setInterval(() => {
+      this.reclaimIdle().catch(() => undefined);
+    }, every);
+    // Never what keeps a process alive.
+    this.sweeper.unref?.();
+  }
+
+  private stopSweeping(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
   /** Closes every MCP session (the engine sessions stay, like any stored session). */
   async close(): Promise<void> {
+    this.stopSweeping();
     for (const connection of this.connections.values()) await connection.transport.close();
     this.connections.clear();
   }
@@ -287,6 +423,10 @@ function rpcError(
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  data?: Record<string, unknown>,
 ): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers });
+  return Response.json(
+    { jsonrpc: "2.0", error: { code, message, ...(data ? { data } : {}) }, id: null },
+    { status, headers },
+  );
 }

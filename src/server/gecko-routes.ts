@@ -14,6 +14,7 @@ import {
   shortJson,
   shortText,
 } from "./http.js";
+import { answeringQuota, QuotaGuard } from "./quotas.js";
 import type { Route, RouteHandler } from "./route-table.js";
 import {
   GECKO_DETAIL,
@@ -49,6 +50,8 @@ export interface GeckoOptions {
   updateState?: (request: StateUpdateRequest, sessionId: string) => Promise<StateUpdate>;
   /** The model calls made for a session. */
   usage?: (sessionId: string) => UsageEvent[];
+  /** Per-token quotas, shared with terrarium's routes (per-token defaults when absent). */
+  quotas?: QuotaGuard;
 }
 
 /** The task the state model is given for real results when the caller names none. */
@@ -121,6 +124,7 @@ function guarded(
  */
 export function geckoRoutes(engine: Engine, options: GeckoOptions): Route<AppContext>[] {
   const session = (c: AppContext, style: SessionStyle = MIDDLEWARE_STYLE) => geckoSession(engine, c, style);
+  const quotas = options.quotas ?? new QuotaGuard(engine.store);
   return [
     {
       method: "GET",
@@ -140,7 +144,9 @@ export function geckoRoutes(engine: Engine, options: GeckoOptions): Route<AppCon
       },
       handle: async (c) => {
         const owner = c.get("owner");
-        const record = await engine.createSession(owner ? { owner } : {});
+        const record = await answeringQuota("gecko", () =>
+          quotas.createSessions(owner, () => engine.createSession(owner ? { owner } : {})),
+        );
         return c.json({
           session_id: record.id,
           message: "Send this id in the X-Session-ID header of the session's requests.",

@@ -2,6 +2,7 @@ import { TerrariumError } from "../core/errors.js";
 import type { Engine, SimulatorPolicy } from "../sim/engine.js";
 import { isSimulatorName, SIMULATOR_NAMES } from "../sim/types.js";
 import { type AppContext, isObject, jsonBody, jsonValue, ownSession, shortJson } from "./http.js";
+import { answeringQuota, QuotaGuard } from "./quotas.js";
 import type { Route } from "./route-table.js";
 import { SCHEMAS, SESSION_PATH, TERRARIUM_ERROR } from "./schemas.js";
 
@@ -54,8 +55,17 @@ const POLICY_SCHEMA = {
   ],
 };
 
-/** terrarium's own API: sessions by id in the path, terrarium's error shape `{error: {code, message}}`. */
-export function terrariumRoutes(engine: Engine): Route<AppContext>[] {
+/**
+ * terrarium's own API: sessions by id in the path, terrarium's error shape `{error: {code, message}}`.
+ * Routes that store a new session count against the caller's session quota, replays against its replay
+ * quota (`quotas`, shared with the other route groups; per-token defaults when absent).
+ */
+export function terrariumRoutes(
+  engine: Engine,
+  quotas: QuotaGuard = new QuotaGuard(engine.store),
+): Route<AppContext>[] {
+  const createSession = <T>(c: AppContext, create: () => Promise<T>) =>
+    answeringQuota("terrarium", () => quotas.createSessions(c.get("owner"), create));
   const session = async (c: AppContext, id: string | undefined) => {
     const record = await ownSession(engine, c, id);
     if (!record) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
@@ -88,10 +98,12 @@ export function terrariumRoutes(engine: Engine): Route<AppContext>[] {
         const body = await jsonBody(c, true);
         if (body.state !== undefined) requireObjectState(body.state, "state");
         const owner = c.get("owner");
-        const record = await engine.createSession({
-          ...(body.state !== undefined ? { state: body.state } : {}),
-          ...(owner ? { owner } : {}),
-        });
+        const record = await createSession(c, () =>
+          engine.createSession({
+            ...(body.state !== undefined ? { state: body.state } : {}),
+            ...(owner ? { owner } : {}),
+          }),
+        );
         return c.json({ id: record.id, createdAt: record.createdAt }, 201);
       },
     },
@@ -115,7 +127,8 @@ export function terrariumRoutes(engine: Engine): Route<AppContext>[] {
       handle: async (c) => {
         // The engine checks the document before storing anything; the caller's token owns the import,
         // whatever the document says (exports name no owner).
-        const record = await engine.importSession(await jsonBody(c), c.get("owner"));
+        const document = await jsonBody(c);
+        const record = await createSession(c, () => engine.importSession(document, c.get("owner")));
         return c.json({ id: record.id }, 201);
       },
     },
@@ -234,7 +247,9 @@ export function terrariumRoutes(engine: Engine): Route<AppContext>[] {
             "INVALID_INPUT",
             `"snapshot" must be a snapshot index (an integer ≥ 0), got ${shortJson(body.snapshot)}`,
           );
-        const forked = await engine.fork(record.id, body.snapshot as number | undefined, c.get("owner"));
+        const forked = await createSession(c, () =>
+          engine.fork(record.id, body.snapshot as number | undefined, c.get("owner")),
+        );
         return c.json({ id: forked.id, parent: forked.parent }, 201);
       },
     },
@@ -353,7 +368,11 @@ export function terrariumRoutes(engine: Engine): Route<AppContext>[] {
         const record = await session(c, params.id);
         const body = await jsonBody(c);
         // The engine leaves no session behind a replay that fails; the shape is checked here for a clear 400.
-        const replayed = await engine.replay(record.id, checkedPolicy(body.simulator));
+        const policy = checkedPolicy(body.simulator);
+        const owner = c.get("owner");
+        const replayed = await answeringQuota("terrarium", () =>
+          quotas.replay(owner, () => quotas.createSessions(owner, () => engine.replay(record.id, policy))),
+        );
         return c.json({ id: replayed.session.id, outcomes: replayed.outcomes }, 201);
       },
     },

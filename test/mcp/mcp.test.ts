@@ -180,7 +180,7 @@ describe("MCP over HTTP treats every request as hostile", () => {
     }
   });
 
-  it("rejected requests create no engine sessions; initialize creates one, DELETE /mcp deletes it", async () => {
+  it("rejected requests and initialize store nothing; the first call makes the engine session, DELETE /mcp deletes it", async () => {
     const server = await startServer({ sources: ["bank"], port: 0, seed: "1" });
     servers.push(server);
     const stored = async () => (await server.engine.store.listSessions()).length;
@@ -193,10 +193,12 @@ describe("MCP over HTTP treats every request as hostile", () => {
     expect((await rpc(server.url, initialize, { "mcp-session-id": "made-up" })).status).toBe(404);
     expect(await stored()).toBe(0);
     const a = await connect(server.url);
-    expect(await stored()).toBe(0 + 1);
+    await a.client.listTools();
+    expect(await stored()).toBe(0);
+    await a.client.callTool({ name: "transfer", arguments: transfer });
+    expect(await stored()).toBe(1);
     const [record] = await server.engine.store.listSessions();
     expect(record?.metadata).toEqual({ mcpSession: a.transport.sessionId });
-    await a.client.callTool({ name: "transfer", arguments: transfer });
     expect(await balance(a.client)).toBe(2475);
     await a.transport.terminateSession();
     expect(await stored()).toBe(0);
@@ -221,14 +223,14 @@ describe("MCP over HTTP treats every request as hostile", () => {
       },
       id: null,
     });
-    expect(await engine.store.listSessions()).toHaveLength(2);
+    // Initialize stores nothing (the engine session waits for the first call).
+    expect(await engine.store.listSessions()).toHaveLength(0);
     const id = first.headers.get("mcp-session-id") as string;
     const ended = await app.request("/mcp", { method: "DELETE", headers: { "mcp-session-id": id } });
     expect(ended.status).toBe(200);
-    expect(await engine.store.listSessions()).toHaveLength(1);
     expect((await init()).status).toBe(200);
-    // Idle sessions are reclaimed (with their engine sessions) when room is needed.
-    const eager = createApp(engine, { mcp: { maxSessions: 1, idleMs: 0 } });
+    // Idle sessions are reclaimed when room is needed.
+    const eager = createApp(engine, { mcp: { maxSessions: 1, idleMs: 1 } });
     const again = () =>
       eager.request("/mcp", { method: "POST", headers: MCP_HEADERS, body: JSON.stringify(initialize) });
     const old = await again();
@@ -239,7 +241,7 @@ describe("MCP over HTTP treats every request as hostile", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
     });
     expect(stale.status).toBe(404);
-    expect(await engine.store.listSessions()).toHaveLength(3);
+    expect(await engine.store.listSessions()).toHaveLength(0);
     await engine.close();
   });
 });
