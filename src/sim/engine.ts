@@ -5,6 +5,8 @@ import { TerrariumError } from "../core/errors.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { type JsonChange, same } from "../core/json-diff.js";
+import { DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_RESULT_BYTES } from "../core/json-limits.js";
+import { parsePointer } from "../core/json-pointer.js";
 import { createRandom, unseededRandom } from "../core/random.js";
 import { SEEDED_CLOCK_START } from "../envs/define.js";
 import { MemoryStore } from "../sessions/memory-store.js";
@@ -18,15 +20,19 @@ import {
 import { SchemaCompiler } from "../validate/ajv.js";
 import { CallValidator } from "../validate/validator.js";
 import { toViolations, type Violation } from "../validate/violations.js";
+import { checkedLimit, EXPORT_WRAPPING, formatSize, jsonDepth, jsonSize, Slicer } from "./limits.js";
 import { sessionLineage } from "./lineage.js";
 import type { SemanticValidator } from "./semantic.js";
-import { parseSessionExport } from "./session-export.js";
+import { readSessionExport } from "./session-export.js";
 import { SchemaSimulator } from "./simulators/schema.js";
 import { applyTolerantly } from "./tolerant-patch.js";
 import type { SimulationResult, Simulator, SimulatorName } from "./types.js";
 
 /** How many recent calls simulators are shown. */
 const HISTORY_WINDOW = 32;
+
+/** The longest history a replay runs, unless configured otherwise. */
+export const DEFAULT_MAX_REPLAY_STEPS = 10_000;
 
 /** Which simulator answers which tool: one for all, by effect, or by tool name (names win). */
 export type SimulatorPolicy =
@@ -53,6 +59,16 @@ export interface EngineOptions {
   seed?: string | number;
   /** Semantic argument validation with a model; without it, every outcome says `semantic: "skipped"`. */
   semantic?: SemanticValidator;
+  /**
+   * How deeply a session export may nest: the server's limit on request bodies, which imports go through
+   * (default 256, `DEFAULT_MAX_JSON_DEPTH`). The engine stores nothing that would make an export deeper:
+   * a result nested too deep is a failed call (TOO_LARGE), a state too deep is refused.
+   */
+  maxJsonDepth?: number;
+  /** The largest tool result (the JSON text of its observation) stored (default 10 MiB); larger: TOO_LARGE. */
+  maxResultBytes?: number;
+  /** The longest history `replay` runs (default 10,000 calls); a longer one is refused up front (TOO_LARGE). */
+  maxReplaySteps?: number;
 }
 
 /** The outcome of one simulated call, as agents receive it. */
@@ -93,8 +109,30 @@ export class Engine {
   private readonly ids: IdGenerator;
   private readonly seed: string;
   private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly maxJsonDepth: number;
+  private readonly maxResultBytes: number;
+  private readonly maxReplaySteps: number;
+  /** States from outside already found shallow enough (the initial state, given to every new session). */
+  private readonly admitted = new WeakSet<object>();
 
   constructor(private readonly options: EngineOptions) {
+    // Below 16 the export's own wrapping leaves no room; above 4096 nothing JSON can hold (states stop at 512).
+    this.maxJsonDepth = checkedLimit(
+      "maxJsonDepth",
+      options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH,
+      16,
+      4096,
+    );
+    this.maxResultBytes = checkedLimit(
+      "maxResultBytes",
+      options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+      1,
+    );
+    this.maxReplaySteps = checkedLimit(
+      "maxReplaySteps",
+      options.maxReplaySteps ?? DEFAULT_MAX_REPLAY_STEPS,
+      1,
+    );
     this.catalog = options.catalog;
     this.store = options.store ?? new MemoryStore();
     this.policy = options.policy ?? "auto";
@@ -216,14 +254,24 @@ export class Engine {
   /**
    * Re-runs a session's calls, in order, on a new session that starts from the same first state, with
    * another simulator policy (for example to compare an llm simulator against the code that is truth).
-   * A policy that cannot answer a recorded call is refused before anything is created, and a replay that
-   * fails part way leaves no session behind.
+   * A history longer than `maxReplaySteps`, or a policy that cannot answer a recorded call, is refused
+   * before anything is created, and a replay that fails part way leaves no session behind. The calls run
+   * in slices that give the event loop a turn, so a long replay does not hold up other sessions.
    */
   async replay(
     id: string,
     policy: SimulatorPolicy,
   ): Promise<{ session: SessionRecord; outcomes: CallOutcome[] }> {
     const source = await this.session(id);
+    // The length from the last entry: a history too long to replay is never read whole.
+    const [last] = await this.store.history(id, 1);
+    const length = last ? last.index + 1 : 0;
+    if (length > this.maxReplaySteps)
+      throw new TerrariumError(
+        "TOO_LARGE",
+        `session ${id} has ${length} calls; a replay runs at most ${this.maxReplaySteps} (maxReplaySteps)`,
+        { details: { limit: this.maxReplaySteps, length } },
+      );
     const first = await this.store.snapshot(id, 0);
     if (!first) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
     const history = await this.store.history(id);
@@ -237,10 +285,15 @@ export class Engine {
       ...(source.owner ? { owner: source.owner } : {}),
     });
     const outcomes: CallOutcome[] = [];
+    const slicer = new Slicer();
     try {
-      for (const entry of history) {
-        outcomes.push(await this.serial(session.id, () => this.callNow(session.id, entry.request, policy)));
-      }
+      // One turn of the session's queue (and lock) for the whole replay: no other call lands between its steps.
+      await this.serial(session.id, async () => {
+        for (const entry of history) {
+          await slicer.pause();
+          outcomes.push(await this.callNow(session.id, entry.request, policy));
+        }
+      });
     } catch (error) {
       await this.deleteSession(session.id);
       throw error;
@@ -254,16 +307,21 @@ export class Engine {
    * owner inside the document is ignored: the session belongs to `owner` (the importing caller).
    */
   async importSession(exported: unknown, owner?: string): Promise<SessionRecord> {
-    const document = parseSessionExport(exported);
-    const snapshots = document.snapshots.map((snapshot, i) => {
+    // Long documents are read in slices (see replay): checking 1,000 entries and states takes a while.
+    const slicer = new Slicer();
+    const document = await readSessionExport(exported, () => slicer.pause());
+    const snapshots: Snapshot[] = [];
+    for (const [i, snapshot] of document.snapshots.entries()) {
+      await slicer.pause();
       try {
-        return { ...snapshot, state: this.admitState(snapshot.state) };
+        snapshots.push({ ...snapshot, state: this.admitState(snapshot.state) });
       } catch (error) {
-        throw new TerrariumError("INVALID_INPUT", `snapshot ${i}: ${(error as Error).message}`, {
+        const code = error instanceof TerrariumError ? error.code : "INVALID_INPUT";
+        throw new TerrariumError(code, `snapshot ${i}: ${(error as Error).message}`, {
           where: { pointer: `/snapshots/${i}/state` },
         });
       }
-    });
+    }
     const { owner: _ignored, ...session } = document.session;
     const record: SessionRecord = {
       ...session,
@@ -298,6 +356,8 @@ export class Engine {
   ): Promise<CallOutcome> {
     // Read together (one round trip for a store over the network). Simulators see a window of recent
     // calls; reading the whole history on every call would grow with it.
+    // Arguments are stored with the call: ones too deep to export are refused before anything is recorded.
+    this.checkArguments(request.arguments);
     const [session, snapshot, history] = await Promise.all([
       this.session(id),
       this.store.latestSnapshot(id),
@@ -409,6 +469,10 @@ export class Engine {
         simulator.name,
       );
     }
+    // A result the session could not export (too deep) or that is absurdly large fails the call the same
+    // way: nothing of it is stored and the state stays as it was.
+    const refusal = this.resultRefusal(result);
+    if (refusal) return record(refusal, simulator.name);
 
     const errors: CallOutcome["errors"] = [...(result.errors ?? [])];
     if (result.status === "ok" && tool.outputSchema !== undefined) {
@@ -439,7 +503,7 @@ export class Engine {
     let applied: JsonChange[];
     try {
       ({ state, applied } = applyTolerantly(snapshot.state, result.changes));
-      state = this.admitState(state);
+      state = this.immutableState(state);
     } catch (error) {
       // Changes that would make an unusable state (nested too deep, no longer an object) are refused.
       const message = `the simulator's changes were not applied: ${(error as Error).message}`;
@@ -453,6 +517,8 @@ export class Engine {
         simulator.name,
       );
     }
+    const tooDeep = this.changesRefusal(applied);
+    if (tooDeep) return record(tooDeep, simulator.name);
     // Shared structure makes this cheap: only the changed paths are compared.
     const changed = !same(state, snapshot.state);
     return record(
@@ -473,6 +539,21 @@ export class Engine {
    * object whenever sessions start from an object, since tools then read fields of it.
    */
   private admitState(state: unknown): unknown {
+    const value = this.immutableState(state);
+    if (value !== null && typeof value === "object" && !this.admitted.has(value)) {
+      const limit = this.maxJsonDepth - EXPORT_WRAPPING.state;
+      if (jsonDepth(value, limit) > limit)
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          `the state is nested deeper than ${limit} levels (a session export, limited to ${this.maxJsonDepth}, could not hold it)`,
+        );
+      this.admitted.add(value);
+    }
+    return value;
+  }
+
+  /** An immutable JSON tree, an object whenever sessions start from one (tools then read fields of it). */
+  private immutableState(state: unknown): unknown {
     const value = toImmutableJson(state);
     const initial = this.options.initialState ?? {};
     if (isObject(initial) && !isObject(value)) {
@@ -480,6 +561,60 @@ export class Engine {
       throw new TerrariumError("INVALID_INPUT", `the state must be a JSON object, got ${kind}`);
     }
     return value;
+  }
+
+  /** Arguments nested too deep to be stored in a history entry that can still be exported. */
+  private checkArguments(args: unknown): void {
+    const limit = this.maxJsonDepth - EXPORT_WRAPPING.resultPart;
+    if (jsonDepth(args, limit) > limit)
+      throw new TerrariumError(
+        "TOO_LARGE",
+        `the arguments are nested deeper than ${limit} levels (a session export, limited to ${this.maxJsonDepth}, could not hold them)`,
+        { details: { limit } },
+      );
+  }
+
+  /** Why a simulator's result cannot be stored: nested too deep to export, or larger than maxResultBytes. */
+  private resultRefusal(
+    result: SimulationResult,
+  ): Omit<CallOutcome, "step" | "simulator" | "semantic"> | undefined {
+    const limit = this.maxJsonDepth - EXPORT_WRAPPING.resultPart;
+    let message: string | undefined;
+    if (jsonDepth(result.observation, limit) > limit || jsonDepth(result.errors ?? [], limit) > limit)
+      message = `the tool's result is nested deeper than ${limit} levels (a session export, limited to ${this.maxJsonDepth}, could not hold it)`;
+    else {
+      const size = jsonSize(result.observation, this.maxResultBytes);
+      if (size > this.maxResultBytes)
+        message = `the tool's result is larger than the limit of ${formatSize(this.maxResultBytes)} of JSON (maxResultBytes)`;
+    }
+    return message === undefined ? undefined : tooLarge(message);
+  }
+
+  /**
+   * Changes that would be stored too deep to export: the entry's changes (their values before and after)
+   * or the new state. A state the engine holds is at most `limit - 3` deep, so a value found at a path
+   * of 3 or more tokens always fits beside its change; only shorter paths (and every new value) are measured.
+   */
+  private changesRefusal(
+    applied: JsonChange[],
+  ): Omit<CallOutcome, "step" | "simulator" | "semantic"> | undefined {
+    const entryLimit = this.maxJsonDepth - EXPORT_WRAPPING.resultPart - 2; // [ {op, path, before, after} ]
+    const stateLimit = this.maxJsonDepth - EXPORT_WRAPPING.state;
+    for (const change of applied) {
+      const tokens = parsePointer(change.path).length;
+      if (change.op !== "remove") {
+        const depth = jsonDepth(change.after, stateLimit);
+        if (depth > entryLimit || tokens + depth > stateLimit)
+          return tooLarge(
+            `the tool's change at ${change.path || "the root"} would nest the state or the session's history deeper than a session export (limited to ${this.maxJsonDepth} levels) can hold`,
+          );
+      }
+      if (change.op !== "add" && tokens < 3 && jsonDepth(change.before, entryLimit) > entryLimit)
+        return tooLarge(
+          `the tool's change at ${change.path || "the root"} replaces a value nested too deep to be kept in the session's history (a session export is limited to ${this.maxJsonDepth} levels)`,
+        );
+    }
+    return undefined;
   }
 
   /** The session's clock reading: now, but never before anything the session already recorded. */
@@ -527,6 +662,16 @@ export class Engine {
     });
     return next;
   }
+}
+
+/** A failed call that stored nothing of what the simulator gave: TOO_LARGE. */
+function tooLarge(message: string): Omit<CallOutcome, "step" | "simulator" | "semantic"> {
+  return {
+    status: "error",
+    observation: { error: message },
+    changes: [],
+    errors: [{ rule: "TOO_LARGE", message }],
+  };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
