@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
@@ -62,7 +63,29 @@ export interface AppOptions {
   ledger?: UsageLedger;
   /** Graceful shutdown (`startServer` passes one and counts requests in it): once it drains, requests get a 503. */
   drain?: Drain;
+  /**
+   * What else must answer for GET /readyz to say ready (the queue a server hands work to, …), besides the
+   * session store. A check resolves when its dependency answers and rejects when it does not; a named one
+   * is reported under its name, a bare function under its own name or `check<n>`.
+   */
+  readiness?: ReadinessCheck[];
+  /** How long each readiness check may take before it counts as failed (default 2000 ms). */
+  readinessTimeoutMs?: number;
+  /** Where internal errors and readiness changes are logged, one line each (default: stderr). */
+  log?: (line: string) => void;
 }
+
+/** A dependency GET /readyz asks about. */
+export type ReadinessCheck = (() => Promise<void>) | { name: string; check: () => Promise<void> };
+
+/** How long a readiness verdict is reused: probes from every kubelet and balancer cannot load the database. */
+const READINESS_CACHE_MS = 500;
+
+/** Seconds a client is told to wait (Retry-After) when a dependency does not answer. */
+const RETRY_AFTER_SECONDS = 1;
+
+/** Routes that answer without a token and while draining: probes must always reach them. */
+const PROBES = new Set(["/livez", "/readyz"]);
 
 /** Route tiers: the server's own routes (0) before tools' real paths, then names, then `/<api>/` forms. */
 const TOOL_TIERS: Record<ToolRouteKind, number> = {
@@ -90,11 +113,33 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   const startedAt = Date.now();
   const profile = options.profile ?? bareProfile();
 
-  app.onError((error) => answerError("terrarium", error));
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const answer = (group: RouteGroup, error: unknown, c: AppContext) =>
+    answerError(group, error, {
+      requestId: c.get("requestId") ?? "-",
+      request: `${c.req.method} ${routeLabel(c.req.method, c.req.url)}`,
+      log,
+    });
+  app.onError((error, c) => answer("terrarium", error, c as AppContext));
+  // Every answer names its request: a sane id the client sent, else a new one; 500s are logged under it.
+  app.use("*", async (c, next) => {
+    const given = c.req.header("x-request-id");
+    const id = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    c.set("requestId", id);
+    await next();
+    try {
+      c.res.headers.set("x-request-id", id);
+    } catch {
+      // A response with immutable headers: copied once to carry the id.
+      c.res = new Response(c.res.body, c.res);
+      c.res.headers.set("x-request-id", id);
+    }
+  });
   // Metrics, a span per request and graceful shutdown wrap everything else, the refusals of the other
   // middlewares included. A route label is the route's template, never the path as sent.
   const metrics = options.metrics ?? new ServerMetrics();
   metrics.watchEngine(engine);
+  metrics.watchStore(engine.store);
   if (options.ledger) metrics.watchLedger(options.ledger);
   const routeOf = new WeakMap<Request, { path: string; session?: string }>();
   const routeLabel = (method: string, url: string) => {
@@ -104,7 +149,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   app.use("*", async (c, next) => {
     const started = performance.now();
     const method = c.req.method;
-    if (options.drain?.isDraining) {
+    if (options.drain?.isDraining && !PROBES.has(c.req.path)) {
       await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
       const refused = jsonResponse(
         503,
@@ -129,7 +174,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
         route: route.path,
         status,
         seconds: (performance.now() - started) / 1000,
-        ...(status >= 400 ? { code: await errorCodeOf(c.res) } : {}),
+        ...(status >= 400 ? { code: ANSWERED_CODES.get(c.res) ?? (await errorCodeOf(c.res)) } : {}),
       });
       endHttpSpan(span, method, route.path, status, session);
       if (options.drain?.isDraining) {
@@ -158,7 +203,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     return next();
   });
   app.use("*", async (c, next) => {
-    if (c.req.path === "/health" || tokens.size === 0) {
+    if (c.req.path === "/health" || PROBES.has(c.req.path) || tokens.size === 0) {
       c.set("owner", undefined);
       return next();
     }
@@ -201,8 +246,97 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     return counted.count;
   };
 
+  // Readiness: the store's ping and the given checks, asked at most once per READINESS_CACHE_MS however
+  // many probes come; a check that hangs counts as failed after the timeout.
+  const readinessTimeout = options.readinessTimeoutMs ?? 2000;
+  if (!Number.isFinite(readinessTimeout) || readinessTimeout <= 0)
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `readinessTimeoutMs must be a positive number of milliseconds (got ${readinessTimeout})`,
+    );
+  const checks: Array<{ name: string; check: () => Promise<void> }> = [
+    { name: "store", check: () => engine.store.ping?.() ?? Promise.resolve() },
+    ...(options.readiness ?? []).map((given, i) => readinessCheck(given, i)),
+  ];
+  const failing = new Set<string>();
+  let verdict: { at: number; failed: string[] } | undefined;
+  let asking: Promise<string[]> | undefined;
+  const askDependencies = async (): Promise<string[]> => {
+    const results = await Promise.all(
+      checks.map(async ({ name, check }) => {
+        try {
+          await withTimeout(check(), readinessTimeout, `did not answer within ${readinessTimeout} ms`);
+          if (failing.delete(name)) log(`terrarium: readiness: ${name} answers again`);
+          return undefined;
+        } catch (error) {
+          // Logged when it starts failing (the reason is for operators, never for the probe's answer).
+          if (!failing.has(name)) {
+            failing.add(name);
+            log(`terrarium: readiness: ${name} fails: ${oneLine(internalReason(error))}`);
+          }
+          return name;
+        }
+      }),
+    );
+    return results.filter((name): name is string => name !== undefined);
+  };
+  const dependencies = (): Promise<string[]> => {
+    if (verdict && Date.now() - verdict.at < READINESS_CACHE_MS) return Promise.resolve(verdict.failed);
+    asking ??= askDependencies().then((failed) => {
+      verdict = { at: Date.now(), failed };
+      asking = undefined;
+      return failed;
+    });
+    return asking;
+  };
+
   const table = new RouteTable<AppContext>();
   const own: Route<AppContext>[] = [
+    {
+      method: "GET",
+      path: "/livez",
+      group: "terrarium",
+      summary: "Liveness: the process is up and answering (never asks the store)",
+      description:
+        "Needs no token, and answers while draining too. 200 for as long as the process serves HTTP; restart the process only when this fails.",
+      responses: { "200": { description: "Alive.", schema: LIVEZ_SCHEMA } },
+      handle: (c) => c.json({ status: "alive" }),
+    },
+    {
+      method: "GET",
+      path: "/readyz",
+      group: "terrarium",
+      summary:
+        "Readiness: the session store (and any other dependency) answers and the server is not draining",
+      description: `Needs no token. The store is pinged with a short timeout and the verdict reused for ${READINESS_CACHE_MS} ms, so probes cannot load the database. 503 names what is not ready (store, draining, or another dependency), never why: the server's log says why.`,
+      responses: {
+        "200": { description: "Ready for traffic.", schema: READYZ_SCHEMA },
+        "503": { description: "Not ready: send traffic elsewhere for now.", schema: READYZ_SCHEMA },
+      },
+      handle: async (c) => {
+        const failed = await dependencies();
+        const draining = options.drain?.isDraining === true;
+        const status: Record<string, "ok" | "failing" | "draining"> = {
+          draining: draining ? "draining" : "ok",
+        };
+        for (const { name } of checks) status[name] = failed.includes(name) ? "failing" : "ok";
+        if (!draining && failed.length === 0) return c.json({ status: "ready", checks: status });
+        const notReady = [...(draining ? ["draining"] : []), ...failed];
+        return jsonResponse(
+          503,
+          {
+            status: "not ready",
+            checks: status,
+            error: {
+              code: failed.length > 0 ? "STORE_UNAVAILABLE" : "SHUTTING_DOWN",
+              message: `not ready: ${notReady.join(", ")}`,
+              requestId: c.get("requestId"),
+            },
+          },
+          { "retry-after": String(RETRY_AFTER_SECONDS) },
+        );
+      },
+    },
     {
       method: "GET",
       path: "/health",
@@ -388,7 +522,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     try {
       response = await match.route.handle(c, match.params);
     } catch (error) {
-      response = answerError(match.route.group, error);
+      response = answer(match.route.group, error, c);
     }
     return method === "HEAD"
       ? new Response(null, { status: response.status, headers: response.headers })
@@ -397,22 +531,118 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   return app;
 }
 
-/** An error as the route's group answers it. */
-function answerError(group: RouteGroup, error: unknown): Response {
+/** A request id a client may choose: short, printable, nothing a log line could be broken with. */
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** The error code each answer was given (for metrics: Gecko's and the tools' shapes carry none). */
+const ANSWERED_CODES = new WeakMap<Response, string>();
+
+/** HTTP statuses of terrarium's error codes that are not the caller's mistake (others are 400, or 404). */
+const CODE_STATUS: Partial<Record<string, number>> = {
+  UNKNOWN_SESSION: 404,
+  UNKNOWN_TOOL: 404,
+  QUOTA_EXCEEDED: 429,
+  INTERNAL: 500,
+  STORE_UNAVAILABLE: 503,
+  SHUTTING_DOWN: 503,
+};
+
+/** What a 500 says: nothing of the failure itself, which is in the log under the request id. */
+const INTERNAL_MESSAGE = "internal error; the server's log has the details under this request id";
+
+/**
+ * An error as the route's group answers it. Answers of 500 and 503 never carry the failure's own text
+ * (it may name hosts, ports, files or a library's internals): a 500 is logged, one line with the request
+ * id, and answered with the code, a generic message and the id; a 503 says what is unavailable and when to
+ * try again.
+ */
+function answerError(
+  group: RouteGroup,
+  error: unknown,
+  request: { requestId: string; request: string; log: (line: string) => void },
+): Response {
   if (error instanceof HttpProblem) return jsonResponse(error.status, error.body, error.headers);
-  const message = (error as Error)?.message ?? String(error);
-  if (group === "gecko" || group === "tools") {
-    if (error instanceof TerrariumError)
-      return group === "tools"
+  const code = error instanceof TerrariumError ? error.code : "INTERNAL";
+  const status = CODE_STATUS[code] ?? 400;
+  const gecko = group === "gecko" || group === "tools";
+  let response: Response;
+  if (status === 500) {
+    request.log(
+      `terrarium: 500 ${code} request ${request.requestId} ${request.request}: ${oneLine(internalReason(error))}`,
+    );
+    if (process.env.TERRARIUM_DEBUG && error instanceof Error && error.stack) request.log(error.stack);
+    response = gecko
+      ? jsonResponse(500, { detail: `internal error (request id ${request.requestId})` })
+      : jsonResponse(500, { error: { code, message: INTERNAL_MESSAGE, requestId: request.requestId } });
+  } else if (status === 503) {
+    const message = (error as Error).message;
+    const headers = { "retry-after": String(RETRY_AFTER_SECONDS) };
+    const details = (error as TerrariumError).details;
+    response = gecko
+      ? jsonResponse(503, { detail: message }, headers)
+      : jsonResponse(
+          503,
+          { error: { code, message, requestId: request.requestId, ...(details ? { details } : {}) } },
+          headers,
+        );
+  } else {
+    const message = (error as Error).message;
+    response = gecko
+      ? group === "tools"
         ? jsonResponse(422, { detail: { error_message: message } })
-        : jsonResponse(400, { detail: message });
-    return jsonResponse(500, { detail: `internal error: ${message}` });
+        : jsonResponse(400, { detail: message })
+      : jsonResponse(status, { error: { code, message } });
   }
-  if (error instanceof TerrariumError) {
-    const status = error.code === "UNKNOWN_SESSION" || error.code === "UNKNOWN_TOOL" ? 404 : 400;
-    return jsonResponse(status, { error: { code: error.code, message } });
+  ANSWERED_CODES.set(response, code);
+  return response;
+}
+
+/** Whatever an error says about itself, its causes included: for the log only. */
+function internalReason(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    const text =
+      current instanceof Error
+        ? `${current.message}${(current as { code?: unknown }).code ? ` [${String((current as { code?: unknown }).code)}]` : ""}`
+        : String(current);
+    if (text && !parts.includes(text)) parts.push(text);
+    current = current instanceof Error ? current.cause : undefined;
   }
-  return jsonResponse(500, { error: { code: "INTERNAL", message } });
+  return parts.join(" <- ") || "unknown error";
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").slice(0, 2000);
+}
+
+/** A readiness check with its name. */
+function readinessCheck(given: ReadinessCheck, index: number): { name: string; check: () => Promise<void> } {
+  if (typeof given === "function") {
+    const name = /^[A-Za-z][A-Za-z0-9_-]{0,40}$/.test(given.name) ? given.name : `check${index + 1}`;
+    return { name, check: given };
+  }
+  if (!/^[A-Za-z][A-Za-z0-9_-]{0,40}$/.test(given.name) || ["store", "draining"].includes(given.name))
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `a readiness check's name must be a short word other than store and draining (got ${JSON.stringify(given.name)})`,
+    );
+  return given;
+}
+
+/** `promise`, or a rejection once `ms` pass first. */
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(message)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** One call at a tool route: Gecko's session check, the arguments from the request, Gecko's answer. */
@@ -429,7 +659,12 @@ async function callTool(
   try {
     outcome = await engine.call(record.id, { name: tool.name, arguments: args });
   } catch (error) {
-    throw new HttpProblem(500, { detail: `the call could not be simulated: ${(error as Error).message}` });
+    // The dispatcher answers: a refusal with a status of its own (503 when the store is away, a quota)
+    // as such, anything else as a 500 that is logged and says nothing internal.
+    if (error instanceof TerrariumError && (CODE_STATUS[error.code] ?? 400) !== 400) throw error;
+    throw new TerrariumError("INTERNAL", `the call could not be simulated: ${(error as Error)?.message}`, {
+      cause: error,
+    });
   }
   const answer = toolAnswer(outcome);
   return jsonResponse(answer.status, answer.body);
@@ -487,6 +722,31 @@ function coerce(raw: string, type: unknown, name: string): unknown {
   if (types.includes("boolean") && (raw === "true" || raw === "false")) return raw === "true";
   return raw;
 }
+
+const LIVEZ_SCHEMA = {
+  type: "object",
+  properties: { status: { const: "alive" } },
+  required: ["status"],
+};
+
+const READYZ_SCHEMA = {
+  type: "object",
+  properties: {
+    status: { enum: ["ready", "not ready"] },
+    checks: {
+      type: "object",
+      description:
+        "Each dependency (store, draining, the readiness checks given) and how it is: ok, failing, draining.",
+      additionalProperties: { enum: ["ok", "failing", "draining"] },
+    },
+    error: {
+      type: "object",
+      properties: { code: SCHEMAS.string, message: SCHEMAS.string, requestId: SCHEMAS.string },
+      required: ["code", "message", "requestId"],
+    },
+  },
+  required: ["status", "checks"],
+};
 
 const HEALTH_SCHEMA = {
   type: "object",
