@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Models } from "../../src/models/hub.js";
@@ -121,5 +122,43 @@ describe.runIf(CHROMIUM)("users demo in headless Chromium", () => {
       /return the Smart Watch \(item 9408160950\) from order #W2378156/,
     );
     await page.close();
+  }, 60_000);
+
+  it("'New chat' ends the conversation on the server; past the cap the widget says to come back later", async () => {
+    // One live chat at most: the next only opens because "New chat" freed the first.
+    const small = await startShopDemo({ port: 0, models, maxChatSessions: 1 });
+    try {
+      const page = await browser.newPage();
+      await page.goto(small.url);
+      const widget = page.frameLocator("iframe#chat");
+      const input = widget.locator("#chat-input");
+      await input.fill("hello");
+      await input.press("Enter");
+      await widget.locator('[data-chat-role="agent"]').first().waitFor({ timeout: 15_000 });
+      const first = await widget.locator("#chat-root").getAttribute("data-session-id");
+      const engineId = small.chats.engineSession(first as string) as string;
+      const closed = once(small.chats, "closed");
+      await widget.locator("#chat-reset").click();
+      expect(await closed).toEqual([{ id: first, reason: "closed" }]);
+      expect(await small.engine.store.getSession(engineId)).toBeUndefined();
+      await input.fill("hello again");
+      await input.press("Enter");
+      await widget.locator('[data-chat-role="agent"]').first().waitFor({ timeout: 15_000 });
+      expect(await widget.locator("#chat-root").getAttribute("data-session-id")).not.toBe(first);
+
+      // Another tab is another visitor: the one chat allowed is taken.
+      const other = await browser.newPage();
+      await other.goto(small.url);
+      const second = other.frameLocator("iframe#chat");
+      await second.locator("#chat-input").fill("hello");
+      await second.locator("#chat-input").press("Enter");
+      await second.locator("#chat-error").waitFor({ state: "visible", timeout: 15_000 });
+      expect(await second.locator("#chat-error").textContent()).toMatch(/too many customers right now/);
+      expect(await second.locator('[data-chat-role="agent"]').count()).toBe(0);
+      await other.close();
+      await page.close();
+    } finally {
+      await small.close();
+    }
   }, 60_000);
 });
