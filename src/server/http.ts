@@ -15,6 +15,8 @@ export type Env = {
     /** Why the body could not be read as text (not UTF-8); routes that read the body report it. */
     bodyError: string | undefined;
     maxDepth: number;
+    /** This request's id: the client's `x-request-id` when sane, else a new one; every answer carries it. */
+    requestId: string;
   };
 };
 export type AppContext = Context<Env>;

@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { UsageLedger, UsageRecord } from "../models/usage.js";
+import type { Store, StoreEvent } from "../sessions/types.js";
 import type { CallOutcome, Engine } from "../sim/engine.js";
 import { firstCode, traceModelCall, traceToolCall } from "./tracing.js";
 
@@ -21,6 +22,12 @@ import { firstCode, traceModelCall, traceToolCall } from "./tracing.js";
  * | `terrarium_model_cost_usd_total` | counter | model, role |
  * | `terrarium_model_call_duration_seconds` | histogram | model, role |
  * | `terrarium_errors_total` | counter | source (http, call, model), code |
+ * | `terrarium_store_errors_total` | counter | operation (the Store method), kind (connect, lost, timeout, in_doubt, lock_lost, closed, query) |
+ * | `terrarium_session_lock_wait_seconds` | histogram | — |
+ *
+ * With `processMetrics`, Node's and the process's own metrics too, except the three `nodejs_active_*_total`
+ * gauges: a gauge named `_total` is a lint error to Prometheus (`promtool check metrics`), and each is the
+ * sum of the `nodejs_active_*` gauge by type (`sum(nodejs_active_handles)`).
  */
 export const METRIC_PREFIX = "terrarium_";
 
@@ -76,9 +83,17 @@ const STATUS_CODES: Record<number, string> = {
   405: "METHOD_NOT_ALLOWED",
   413: "BODY_TOO_LARGE",
   422: "INVALID_CALL",
+  429: "TOO_MANY_REQUESTS",
   500: "INTERNAL",
-  503: "SHUTTING_DOWN",
+  503: "SERVICE_UNAVAILABLE",
 };
+
+/** prom-client's default gauges whose names end in `_total` (a counter's suffix): left out, see above. */
+const MISNAMED_DEFAULT_GAUGES = [
+  "nodejs_active_handles_total",
+  "nodejs_active_requests_total",
+  "nodejs_active_resources_total",
+];
 
 export function statusCodeName(status: number): string {
   return STATUS_CODES[status] ?? `HTTP_${status}`;
@@ -97,6 +112,8 @@ export class ServerMetrics {
   private readonly modelCost: Counter<"model" | "role">;
   private readonly modelDuration: Histogram<"model" | "role">;
   private readonly errors: Counter<"source" | "code">;
+  private readonly storeErrors: Counter<"operation" | "kind">;
+  private readonly lockWaits: Histogram;
   private readonly disposers: Array<() => void> = [];
 
   constructor(options: ServerMetricsOptions = {}) {
@@ -164,7 +181,22 @@ export class ServerMetrics {
       labelNames: ["source", "code"],
       registers,
     });
-    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+    this.storeErrors = new Counter({
+      name: `${METRIC_PREFIX}store_errors_total`,
+      help: "Session store failures, by Store operation and kind (connect: no connection; lost: a connection died; timeout; in_doubt: a commit whose outcome is unknown; lock_lost: a session lock's connection died during a call; closed; query: a statement the database refused).",
+      labelNames: ["operation", "kind"],
+      registers,
+    });
+    this.lockWaits = new Histogram({
+      name: `${METRIC_PREFIX}session_lock_wait_seconds`,
+      help: "Time a call waited for its session's lock in the shared store (another replica's call on the same session, or a free lock connection).",
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    if (options.processMetrics) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of MISNAMED_DEFAULT_GAUGES) this.registry.removeSingleMetric(name);
+    }
   }
 
   /** The content type of `render()`'s text (Prometheus text format 0.0.4). */
@@ -218,6 +250,17 @@ export class ServerMetrics {
     this.modelCost.inc(labels, Math.max(0, record.costUsd));
     if (!record.cached) this.modelDuration.observe(labels, Math.max(0, record.latencyMs) / 1000);
     if (!record.ok) this.errors.inc({ source: "model", code: "MODEL_CALL_FAILED" });
+  }
+
+  observeStore(event: StoreEvent): void {
+    if (event.type === "failure") this.storeErrors.inc({ operation: event.operation, kind: event.kind });
+    else this.lockWaits.observe(Math.max(0, event.seconds));
+  }
+
+  /** Counts the store's failures and lock waits (stores that report them: Postgres) until `dispose`. */
+  watchStore(store: Store): void {
+    const stop = store.watch?.((event) => this.observeStore(event));
+    if (stop) this.disposers.push(stop);
   }
 
   /** Counts this engine's tool calls here (and traces each one) until `dispose`. */

@@ -119,6 +119,9 @@ export class MemoryStore implements Store {
     this.sessions.set(record.id, stored);
   }
 
+  /** Memory always answers (a readiness probe's question). */
+  async ping(): Promise<void> {}
+
   async close(): Promise<void> {}
 
   private get(id: string): Stored {

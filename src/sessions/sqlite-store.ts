@@ -256,6 +256,11 @@ export class SqliteStore implements Store {
     })();
   }
 
+  /** The file answers as long as it is open (a readiness probe's question). */
+  async ping(): Promise<void> {
+    this.db.prepare("SELECT 1").get();
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }

@@ -1,6 +1,9 @@
 import { readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../src/server/app.js";
 import { startServer } from "../../src/server/index.js";
 import { toolFixture } from "../helpers/paths.js";
 
@@ -15,6 +18,8 @@ const DOC = readFileSync(join(ROOT, "docs", "server.md"), "utf8");
 
 let pets: Awaited<ReturnType<typeof startServer>>;
 let failing: Awaited<ReturnType<typeof startServer>>;
+/** The pets engine behind an app whose one extra readiness check fails: GET /readyz answers 503. */
+let notReady: { url: string; close: () => void };
 beforeAll(async () => {
   pets = await startServer({ sources: [toolFixture("petstore.openapi.yaml")], port: 0, seed: "1" });
   // Every call forwarded to a port nobody listens on: the simulator fails, which tool routes answer 500.
@@ -26,7 +31,19 @@ beforeAll(async () => {
     proxy: "http://127.0.0.1:9",
   });
 });
+beforeAll(async () => {
+  const app = createApp(pets.engine, {
+    readiness: [{ name: "queue", check: () => Promise.reject(new Error("no queue here")) }],
+    log: () => undefined,
+  });
+  notReady = await new Promise((resolve) => {
+    const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info: AddressInfo) =>
+      resolve({ url: `http://127.0.0.1:${info.port}`, close: () => server.close() }),
+    );
+  });
+});
 afterAll(async () => {
+  notReady?.close();
   await Promise.all([pets?.close(), failing?.close()]);
 });
 
@@ -355,6 +372,9 @@ const SCENARIOS: Record<string, Scenario> = {
   "GET /openapi.json 200": { path: "/openapi.json" },
   "GET /docs 200": { path: "/docs" },
   "GET /metrics 200": { path: "/metrics" },
+  "GET /livez 200": { path: "/livez" },
+  "GET /readyz 200": { path: "/readyz" },
+  "GET /readyz 503": { base: () => notReady.url, path: "/readyz" },
   "POST /mcp 200": { path: "/mcp", body: MCP_INIT, headers: () => MCP_HEADERS },
   "POST /mcp 400": {
     path: "/mcp",
