@@ -1,12 +1,18 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerUsersDemoCommand } from "../../src/cli/commands/users/demo.js";
 import { Models } from "../../src/models/hub.js";
 import { allowedHostNames, hostOfHeader, type ShopDemo, startShopDemo } from "../../src/users/demo/index.js";
 
+const ROOT = join(import.meta.dirname, "..", "..");
 const EMAIL = "yusuf.rossi7301@example.com";
 const ORDER = "#W2378156";
 const TOKEN = "demo-safety-token";
@@ -45,6 +51,15 @@ function send(
     req.end(body);
   });
 }
+
+/** `send` on a URL rather than a started demo (the CLI's child process). */
+const sendTo = (
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+) => send({ url } as ShopDemo, method, path, headers, body);
 
 /** A chat message (a new chat without `sessionId`). */
 const chat = (demo: ShopDemo, message: string, sessionId?: string) =>
@@ -425,5 +440,97 @@ describe("terrarium users demo (CLI): the safety flags", () => {
       /--chat-idle-timeout <seconds>[\s\S]*default:\s+1800/,
     ])
       expect(help).toMatch(flag);
+  });
+
+  it("starts with --token-file, --allowed-host, --max-chats and --chat-idle-timeout in effect", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "users-demo-safety-cli-"));
+    const tokenFile = join(dir, "tokens.txt");
+    writeFileSync(tokenFile, `# the harness's token\n${TOKEN}\n`);
+    const loader = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+    const commander = pathToFileURL(join(ROOT, "node_modules", "commander", "esm.mjs")).href;
+    const module = pathToFileURL(join(ROOT, "src", "cli", "commands", "users", "demo.ts")).href;
+    const argv = ["--port", "0", "--token-file", tokenFile, "--allowed-host", "shop.internal"];
+    argv.push("--max-chats", "1", "--chat-idle-timeout", "0.5");
+    const script = [
+      `import { Command } from ${JSON.stringify(commander)};`,
+      `import { registerUsersDemoCommand } from ${JSON.stringify(module)};`,
+      `const program = new Command(); const users = program.command("users");`,
+      `registerUsersDemoCommand(users, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin });`,
+      `await program.parseAsync(["node", "terrarium", "users", "demo", ...${JSON.stringify(argv)}]);`,
+    ].join("\n");
+    const env = { ...process.env };
+    delete env.TERRARIUM_CONFIG;
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ["--import", loader, "--input-type=module", "-e", script],
+      {
+        cwd: dir,
+        stdio: ["ignore", "pipe", "pipe"],
+        env,
+      },
+    );
+    try {
+      let text = "";
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stderr?.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+          const match = /demo shop at (http:\/\/\S+)[\s\S]*Ctrl-C/.exec(text);
+          if (match) resolve(match[1] as string);
+        });
+        child.on("exit", (code) => reject(new Error(`exited (${code}) before serving:\n${text}`)));
+      });
+      expect(text).toMatch(/answers for hosts: localhost, 127\.0\.0\.1, \[::1\], shop\.internal/);
+      expect(text).toMatch(/bearer token required/);
+      expect((await sendTo(url, "GET", "/api/info", { host: "shop.internal" })).status).toBe(200);
+      expect((await sendTo(url, "GET", "/api/info", { host: "elsewhere.example" })).status).toBe(403);
+      expect((await sendTo(url, "GET", "/terrarium/tools")).status).toBe(401);
+      expect(
+        (await sendTo(url, "GET", "/terrarium/tools", { authorization: `Bearer ${TOKEN}` })).status,
+      ).toBe(200);
+      const json = { "content-type": "application/json" };
+      const first = await sendTo(url, "POST", "/api/chat", json, JSON.stringify({ message: "hello" }));
+      expect(first.status).toBe(200);
+      expect((await sendTo(url, "POST", "/api/chat", json, JSON.stringify({ message: "hi" }))).status).toBe(
+        503,
+      );
+      // Idle for half a second, the chat is reclaimed (polled, with a generous deadline).
+      const deadline = Date.now() + 30_000;
+      let status = 200;
+      while (status === 200 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = (await sendTo(url, "GET", `/api/chat/${first.body.sessionId}`)).status;
+      }
+      expect(status).toBe(404);
+      expect((await sendTo(url, "POST", "/api/chat", json, JSON.stringify({ message: "hi" }))).status).toBe(
+        200,
+      );
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("refuses bad values of the safety flags before starting", async () => {
+    const { CommanderError } = await import("commander");
+    const program = new Command().exitOverride().configureOutput({ writeErr: () => undefined });
+    const users = program.command("users").exitOverride();
+    registerUsersDemoCommand(users, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin });
+    for (const command of users.commands)
+      command.exitOverride().configureOutput({ writeErr: () => undefined });
+    for (const args of [
+      ["--max-chats", "0"],
+      ["--max-chats", "many"],
+      ["--chat-idle-timeout", "0"],
+      ["--chat-idle-timeout", "-5"],
+      ["--chat-idle-timeout", "forever"],
+      ["--chat-idle-timeout", "9999999"],
+    ])
+      await expect(
+        program.parseAsync(["node", "terrarium", "users", "demo", ...args]),
+        args.join(" "),
+      ).rejects.toBeInstanceOf(CommanderError);
   });
 });

@@ -106,7 +106,7 @@ export function registerUsersDemoCommand(users: Command, io: CliIo): void {
 Examples:
   terrarium users demo                                        # scripted answers, no model or key needed
   terrarium users demo --port 9000 --agent-model openai:gpt-4.1-mini
-  terrarium users demo --host 0.0.0.0 --allowed-host shop.internal --token-file demo-token.txt
+  terrarium users demo --allowed-host shop.internal --token secret   # behind a proxy that sends Host: shop.internal
 
 The shop's pages are examples/shop: products (/), an order page (/order.html), a returns form
 (/returns.html), and the chat widget (/chat.html) every page loads in <iframe id="chat">. The agent's
