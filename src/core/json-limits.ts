@@ -10,3 +10,11 @@ export const DEFAULT_MAX_JSON_DEPTH = 256;
 
 /** The largest tool result (its JSON text) the engine stores, unless configured otherwise: 10 MiB. */
 export const DEFAULT_MAX_RESULT_BYTES = 10 * 1024 * 1024;
+
+/** A size for messages: "12.5 MB", "800 KB", "512 bytes" (binary units). */
+export function formatSize(bytes: number): string {
+  const MiB = 1024 * 1024;
+  if (bytes >= MiB) return `${Number((bytes / MiB).toFixed(1))} MB`;
+  if (bytes >= 1024) return `${Number((bytes / 1024).toFixed(1))} KB`;
+  return `${bytes} bytes`;
+}

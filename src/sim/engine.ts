@@ -5,7 +5,7 @@ import { TerrariumError } from "../core/errors.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { type JsonChange, same } from "../core/json-diff.js";
-import { DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_RESULT_BYTES } from "../core/json-limits.js";
+import { DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_RESULT_BYTES, formatSize } from "../core/json-limits.js";
 import { parsePointer } from "../core/json-pointer.js";
 import { createRandom, unseededRandom } from "../core/random.js";
 import { SEEDED_CLOCK_START } from "../envs/define.js";
@@ -20,7 +20,7 @@ import {
 import { SchemaCompiler } from "../validate/ajv.js";
 import { CallValidator } from "../validate/validator.js";
 import { toViolations, type Violation } from "../validate/violations.js";
-import { checkedLimit, EXPORT_WRAPPING, formatSize, jsonDepth, jsonSize, Slicer } from "./limits.js";
+import { checkedLimit, EXPORT_WRAPPING, jsonDepth, jsonSize, Slicer } from "./limits.js";
 import { sessionLineage } from "./lineage.js";
 import type { SemanticValidator } from "./semantic.js";
 import { readSessionExport } from "./session-export.js";

@@ -101,14 +101,6 @@ export function jsonSize(value: unknown, max: number): number {
   return size;
 }
 
-/** A size for messages: "12.5 MB", "800 KB", "512 bytes". */
-export function formatSize(bytes: number): string {
-  const MiB = 1024 * 1024;
-  if (bytes >= MiB) return `${Number((bytes / MiB).toFixed(1))} MB`;
-  if (bytes >= 1024) return `${Number((bytes / 1024).toFixed(1))} KB`;
-  return `${bytes} bytes`;
-}
-
 /**
  * Long loops over a history (replays, imports) run in slices of about `sliceMs`; between two slices the
  * loop waits for its turn at one gate that the process's loops share. The gate lets one slice run per

@@ -363,7 +363,20 @@ def op_call(message):
         restored = restore(instance_id, saved)
         return {"ok": False, "error": "the call's %s was refused: %s" % (part, problem),
                 "state": state_of(instance_id) if restored else None, "restored": restored}
-    reply = {"ok": not failed_result(result), "result": result_json, "text": str(result), "state": state_json}
+    limit = message.get("maxResultBytes")
+    if limit is not None:
+        # Refused here, before it is sent: a huge result never crosses the pipe (ASCII JSON: chars = bytes).
+        size = len(json.dumps(result_json, allow_nan=False))
+        if size > limit:
+            restored = restore(instance_id, saved)
+            return {"ok": False, "tooLarge": True, "size": size,
+                    "error": "the call's result is %d bytes of JSON, more than the limit of %d (maxResultBytes)"
+                             % (size, limit),
+                    "state": state_of(instance_id) if restored else None, "restored": restored}
+    text = str(result)
+    reply = {"ok": not failed_result(result), "result": result_json, "state": state_json}
+    if limit is None or len(text) <= limit:
+        reply["text"] = text
     if not reply["ok"]:
         # A returned failure is a failed step too: whatever the method changed before returning is undone.
         reply["restored"] = restore(instance_id, saved)

@@ -1,9 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { TerrariumError } from "../../core/errors.js";
+import { formatSize } from "../../core/json-limits.js";
 
 /** Finds bridge.py next to this module (source) or in the package's src/ (when running from dist/). */
 export function bridgeScriptPath(): string {
@@ -19,6 +19,7 @@ export function bridgeScriptPath(): string {
 }
 
 interface Pending {
+  op: string;
   resolve(reply: Record<string, unknown>): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
@@ -29,6 +30,9 @@ export class BridgeDied extends Error {}
 
 /** Raised when a request took longer than its time limit (the process was stopped to end it). */
 export class BridgeTimeout extends Error {}
+
+/** The longest protocol line read from a bridge, unless its owner says otherwise: 64 MiB. */
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /**
  * One long-lived `python3` process speaking JSON lines. Requests are answered in order; a request that
@@ -51,6 +55,11 @@ export class PythonProcess {
   constructor(
     private readonly python = process.env.TERRARIUM_PYTHON ?? "python3",
     private readonly script?: string,
+    /**
+     * The longest answer read: a longer one is never held in memory whole; the process is stopped and the
+     * request fails with TOO_LARGE (the next request starts a fresh process, as after a crash).
+     */
+    private readonly maxLineBytes = DEFAULT_MAX_LINE_BYTES,
   ) {}
 
   /** The running process's id (tests use it to kill one bridge from outside). */
@@ -77,7 +86,12 @@ export class PythonProcess {
     child.stderr.on("data", (chunk: string) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-4000);
     });
-    createInterface({ input: child.stdout }).on("line", (line) => this.onLine(line));
+    const lines = new LineReader(
+      this.maxLineBytes,
+      (line) => this.onLine(line),
+      () => this.onOverlong(child),
+    );
+    child.stdout.on("data", (chunk: Buffer) => lines.push(chunk));
     child.on("error", (error) => this.failAll(new BridgeDied(`cannot run ${this.python}: ${error.message}`)));
     child.on("exit", (code, signal) => {
       // A process we already replaced (after a kill) must not fail the requests of its successor.
@@ -132,7 +146,7 @@ export class PythonProcess {
               this.kill();
             }, timeoutMs)
           : undefined;
-      this.pending.set(id, { resolve, reject, timer });
+      this.pending.set(id, { op, resolve, reject, timer });
       if (this.pending.size === 1) this.setHeld(true);
       this.child?.stdin.write(`${JSON.stringify({ id, op, ...payload })}\n`);
     });
@@ -173,6 +187,27 @@ export class PythonProcess {
     else entry.resolve(reply);
   }
 
+  /**
+   * An answer longer than maxLineBytes: it belongs to the oldest request (the bridge answers in order),
+   * which fails with TOO_LARGE; the process is stopped, so the rest of the line is never read.
+   */
+  private onOverlong(child: ChildProcessWithoutNullStreams): void {
+    if (this.child !== child) return;
+    const [id, entry] = [...this.pending][0] ?? [];
+    if (id !== undefined && entry) {
+      this.pending.delete(id);
+      clearTimeout(entry.timer);
+      entry.reject(
+        new TerrariumError(
+          "TOO_LARGE",
+          `the Python bridge's answer to ${entry.op} is longer than ${formatSize(this.maxLineBytes)}; the process was stopped`,
+          { details: { limit: this.maxLineBytes } },
+        ),
+      );
+    }
+    this.kill();
+  }
+
   private failAll(error: Error): void {
     for (const [id, entry] of this.pending) {
       clearTimeout(entry.timer);
@@ -192,4 +227,46 @@ export class PythonFailure extends Error {
 function lastLine(traceback: string): string {
   const lines = traceback.trim().split("\n");
   return lines[lines.length - 1] ?? traceback;
+}
+
+/**
+ * Splits a byte stream into lines (UTF-8, newline-terminated) without ever holding more than `max` bytes of
+ * one line: at the first byte past it, `overlong` is called and everything after is dropped.
+ */
+class LineReader {
+  private parts: Buffer[] = [];
+  private length = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly max: number,
+    private readonly line: (text: string) => void,
+    private readonly overlong: () => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let rest = chunk;
+    while (!this.stopped) {
+      const end = rest.indexOf(0x0a);
+      const part = end < 0 ? rest : rest.subarray(0, end);
+      if (this.length + part.length > this.max) {
+        this.stopped = true;
+        this.parts = [];
+        this.overlong();
+        return;
+      }
+      if (end < 0) {
+        if (part.length > 0) {
+          this.parts.push(part);
+          this.length += part.length;
+        }
+        return;
+      }
+      const text = Buffer.concat([...this.parts, part]).toString("utf8");
+      this.parts = [];
+      this.length = 0;
+      this.line(text);
+      rest = rest.subarray(end + 1);
+    }
+  }
 }

@@ -7,11 +7,12 @@ import type { Tool } from "../../catalog/tool.js";
 import { jsonEqual } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { diffJson } from "../../core/json-diff.js";
+import { DEFAULT_MAX_RESULT_BYTES } from "../../core/json-limits.js";
 import { formatPointer } from "../../core/json-pointer.js";
 import { CallValidator } from "../../validate/validator.js";
 import { admitCall, makeTransition } from "../transition.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
-import { BridgeDied, BridgeTimeout, PythonFailure, PythonProcess } from "./bridge.js";
+import { BridgeDied, BridgeTimeout, DEFAULT_MAX_LINE_BYTES, PythonFailure, PythonProcess } from "./bridge.js";
 
 /** A Python environment descriptor (YAML or JSON). Relative paths are relative to the descriptor. */
 const Descriptor = z
@@ -37,6 +38,8 @@ const Descriptor = z
     state: z.array(z.string()).optional(),
     /** Time limit of one call, in milliseconds. */
     timeoutMs: z.number().int().positive().default(10_000),
+    /** Largest result of one call (its JSON text, in bytes); a larger one fails the call with TOO_LARGE. */
+    maxResultBytes: z.number().int().positive().default(DEFAULT_MAX_RESULT_BYTES),
   })
   .strict()
   .refine((d) => Boolean(d.file) !== Boolean(d.module), {
@@ -170,7 +173,7 @@ export class PythonEnvironment implements ReplayingEnvironment {
       descriptor.init.configFile !== undefined
         ? readDocument(at(descriptor.init.configFile))
         : descriptor.init.config;
-    const bridge = new PythonProcess();
+    const bridge = new PythonProcess(undefined, undefined, maxLineBytes(descriptor));
     let loaded: Record<string, unknown>;
     try {
       loaded = await bridge.request("load", loadMessage, Math.max(descriptor.timeoutMs, LOAD_TIMEOUT_MS));
@@ -328,7 +331,7 @@ export class PythonEnvironment implements ReplayingEnvironment {
   }
 
   private async startProcess(): Promise<PythonProcess> {
-    const process = new PythonProcess();
+    const process = new PythonProcess(undefined, undefined, maxLineBytes(this.descriptor));
     try {
       await this.load(process);
     } catch (error) {
@@ -508,7 +511,13 @@ class PythonInstance implements SeededInstance {
     const seed = givenSeed ?? (this.seed === undefined ? undefined : `${this.seed}:${this.steps}`);
     // Rebuilding after a crash may fail on its own; that is an error of the environment, not of this call.
     const process = await this.ensureBuilt();
-    const message = { instance: this.id, name: call.name, arguments: args, ...(seed ? { seed } : {}) };
+    const message = {
+      instance: this.id,
+      name: call.name,
+      arguments: args,
+      maxResultBytes: environment.descriptor.maxResultBytes,
+      ...(seed ? { seed } : {}),
+    };
     let reply: Record<string, unknown>;
     try {
       this.touched = true;
@@ -530,6 +539,16 @@ class PythonInstance implements SeededInstance {
         );
       }
       throw bridgeError(`${call.name} failed in the bridge`, error);
+    }
+    if (reply.tooLarge === true) {
+      // Refused by the bridge before it was sent; the call is undone like any failed call (or rebuilt).
+      if (reply.restored !== true || !jsonEqual(reply.state, before)) {
+        process.kill();
+        this.builtGeneration = -1;
+      }
+      throw new TerrariumError("TOO_LARGE", `${call.name}: ${String(reply.error)}`, {
+        details: { limit: environment.descriptor.maxResultBytes, size: reply.size },
+      });
     }
     // A raised exception becomes its traceback; an error the method returned is the observation itself.
     const observation = typeof reply.error === "string" ? { error: reply.error } : reply.result;
@@ -662,6 +681,14 @@ class PythonInstance implements SeededInstance {
     this.queue = run.catch(() => undefined);
     return run;
   }
+}
+
+/**
+ * The longest answer read from a bridge: room for a result at the limit and its text, beside the state
+ * (which has no limit of its own, and a generous one here).
+ */
+function maxLineBytes(descriptor: PythonDescriptor): number {
+  return DEFAULT_MAX_LINE_BYTES + 2 * descriptor.maxResultBytes;
 }
 
 const SET_STATE_ADVICE = "Give the class set_state(state) (and get_state()) to restore any state";
