@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import {
   CallToolRequestSchema,
@@ -11,22 +11,37 @@ import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
 import { positiveCap, QuotaGuard, quotaExceeded } from "../server/quotas.js";
 import type { Engine } from "../sim/engine.js";
+import { CheckedServer, rawArgumentsOf, rpcErrorOf } from "./guard.js";
 
 /**
  * Simulated tools over MCP: `tools/list` publishes the catalog's raw JSON Schemas, and `tools/call` runs
  * the call through the engine in the connection's own session. Invalid calls, tool errors and simulator
- * failures come back as tool results with `isError`, the way MCP clients expect them.
+ * failures come back as tool results with `isError`, the way MCP clients expect them; the arguments the
+ * engine judges are the ones sent (a `__proto__` key included, refused as REST refuses it). Params that do
+ * not fit a method are -32602 with the violations, over every transport (`CheckedServer`); a call the
+ * engine cannot take (store down, quota) is a JSON-RPC error with terrarium's code in `data.code`.
+ * `log` gets internal errors, which callers see only as a reference.
  */
-export function createMcpServer(engine: Engine, sessionId: () => Promise<string>, version = "0.1.0"): Server {
-  const server = new Server({ name: "terrarium", version }, { capabilities: { tools: {} } });
+export function createMcpServer(
+  engine: Engine,
+  sessionId: () => Promise<string>,
+  version = "0.1.0",
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Server {
+  const server = new CheckedServer({ name: "terrarium", version }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async (request) =>
     listToolsPage(engine.catalog.tools, request.params?.cursor),
   );
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const outcome = await engine.call(await sessionId(), {
-      name: request.params.name,
-      arguments: request.params.arguments ?? {},
-    });
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    let outcome: Awaited<ReturnType<Engine["call"]>>;
+    try {
+      outcome = await engine.call(await sessionId(), {
+        name: request.params.name,
+        arguments: (rawArgumentsOf(extra) ?? request.params.arguments ?? {}) as Record<string, unknown>,
+      });
+    } catch (error) {
+      throw rpcErrorOf(error, log);
+    }
     const tool = engine.catalog.get(request.params.name);
     const structured =
       outcome.status === "ok" && isObject(outcome.observation) && tool && objectOutputSchema(tool)

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
 import { setOwn } from "../core/immutable-json.js";
+import { readBodyText } from "../mcp/messages.js";
 import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
 import type { UsageLedger } from "../models/usage.js";
 import type { Engine } from "../sim/engine.js";
@@ -26,7 +27,7 @@ import {
   jsonValue,
   readLimited,
 } from "./http.js";
-import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter, parseJsonText } from "./json-body.js";
+import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter } from "./json-body.js";
 import { errorCodeOf, ServerMetrics, UNMATCHED_ROUTE } from "./metrics.js";
 import { renderDocsPage, routesToOpenApi } from "./openapi.js";
 import { bareProfile, describePolicy, type ServerProfile } from "./profile.js";
@@ -433,15 +434,14 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   const mcpHandle = async (c: AppContext) => {
     let parsed: unknown;
     const text = c.get("body");
+    const bodyError = c.get("bodyError");
+    if (c.req.method === "POST" && bodyError !== undefined)
+      return c.json({ jsonrpc: "2.0", error: { code: -32700, message: bodyError }, id: null }, 400);
     if (c.req.method === "POST" && text !== undefined && text.trim() !== "") {
-      try {
-        parsed = parseJsonText(text, maxDepth);
-      } catch (error) {
-        return c.json(
-          { jsonrpc: "2.0", error: { code: -32700, message: (error as Error).message }, id: null },
-          400,
-        );
-      }
+      // The checks `terrarium mcp` makes on stdio too, so both doors answer a bad message alike.
+      const read = readBodyText(text, maxDepth);
+      if (!read.ok) return c.json(read.reply, 400);
+      parsed = read.value;
     }
     return mcp.handle(c.req.raw, c.get("owner"), parsed);
   };
