@@ -25,10 +25,20 @@ if ! $SUDO su postgres -c "psql -qAtc \"select 1 from pg_database where datname 
   $SUDO su postgres -c "createdb -O terrarium terrarium"
 fi
 
-# Redis: a daemon on loopback, no persistence (tests only).
+# Redis: a daemon on loopback with AOF persistence (every write appended, fsynced each second), so that
+# a restart keeps queued jobs and the results workers wrote. Without it a restarted Redis is empty: jobs and
+# results are gone, and a waiting submitter finds its items' jobs missing and records them as failed.
+REDIS_DATA_DIR="${REDIS_DATA_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/terrarium/redis}"
 if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
-  redis-server --bind 127.0.0.1 --port 6379 --daemonize yes --save "" --appendonly no >/dev/null
+  mkdir -p "$REDIS_DATA_DIR"
+  redis-server --bind 127.0.0.1 --port 6379 --daemonize yes --dir "$REDIS_DATA_DIR" \
+    --logfile "$REDIS_DATA_DIR/redis.log" --appendonly yes --appendfsync everysec --save "" >/dev/null
   for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 0.2; done
+elif [ "$(redis-cli -h 127.0.0.1 config get appendonly | tail -n 1)" != "yes" ]; then
+  # Already running without AOF (started by hand, or by an older version of this script): left as it is,
+  # since turning AOF on would write into whatever folder that server runs in.
+  echo "warning: the Redis on 127.0.0.1:6379 has no AOF persistence: a restart loses queued jobs and results" \
+    "(stop it and run this script again, or: redis-cli config set appendonly yes)" >&2
 fi
 
 echo "TERRARIUM_TEST_POSTGRES=postgres://terrarium:terrarium@127.0.0.1:5432/terrarium"

@@ -81,6 +81,9 @@ interface JobData {
 
 const LOST =
   "the item's job is gone without a result: its workers died more often than allowed, or it was removed from the queue";
+/** When the run's own record is gone too, Redis lost its data: a restart without persistence, or a flush. */
+const WIPED =
+  "the item's job and the run's records are gone from Redis (restarted without persistence (AOF), or its keys were deleted): submit the run again to redo it";
 
 /**
  * Runs on Redis through BullMQ: one BullMQ job per item (job id derived from run and item, so submitting
@@ -123,14 +126,18 @@ export class RedisJobQueue implements JobQueue {
       enableOfflineQueue: false,
       retryStrategy: () => null,
     });
-    probe.on("error", () => {});
+    // ioredis rejects with "Connection is closed"; the socket's own error says why.
+    let cause: Error | undefined;
+    probe.on("error", (error: Error) => {
+      cause ??= error;
+    });
     try {
       await probe.connect();
       await probe.ping();
     } catch (error) {
       throw new TerrariumError(
         "INVALID_INPUT",
-        `cannot reach Redis at ${redactUrl(url)} (${reasonOf(error as Error)}): is redis-server running there, and is the URL right?`,
+        `cannot reach Redis at ${redactUrl(url)} (${reasonOf(cause ?? (error as Error))}): is redis-server running there, and is the URL right?`,
       );
     } finally {
       probe.disconnect();
@@ -305,15 +312,23 @@ export class RedisJobQueue implements JobQueue {
       const gone = chunk.filter((_, index) => exists[index]?.[1] === 0);
       if (gone.length === 0) continue;
       const values = await this.redis.hmget(keys.results, ...gone);
+      const wiped = (await this.redis.exists(keys.meta)) === 0;
       for (const [index, id] of gone.entries()) {
         const text = values[index];
         if (text != null) {
           lost.push(JSON.parse(text) as ItemResult<R>);
           continue;
         }
-        const result: ItemResult<R> = { id, ok: false, error: LOST, attempts: 0, worker: "" };
+        const error = wiped ? WIPED : LOST;
+        const result: ItemResult<R> = { id, ok: false, error, attempts: 0, worker: "" };
         // Only if no worker recorded one in between.
-        if ((await this.redis.hsetnx(keys.results, id, JSON.stringify(result))) === 1) lost.push(result);
+        const [[, added] = [null, 0]] =
+          (await this.redis
+            .multi()
+            .hsetnx(keys.results, id, JSON.stringify(result))
+            .expire(keys.results, this.keepSeconds)
+            .exec()) ?? [];
+        if (added === 1) lost.push(result);
         else lost.push(JSON.parse((await this.redis.hget(keys.results, id)) as string) as ItemResult<R>);
       }
     }

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /**
- * A redis-server of one test's own, on a free loopback port with its data in a temp folder and AOF on,
+ * A redis-server of one test's own, on a free loopback port with its data in a temp folder and AOF on
+ * (unless asked otherwise),
  * so the test may kill and restart it (never the shared Redis of `scripts/services.sh`). The port and the
  * folder stay the same over restarts: what was written before a restart is read back from the AOF.
  */
@@ -34,6 +35,8 @@ export async function startPrivateRedis(
   options: {
     /** AOF fsync policy: "always" makes a result written before a SIGKILL survive it. Default "always". */
     appendfsync?: "always" | "everysec";
+    /** False: no persistence at all (a restart starts empty). Default true. */
+    appendonly?: boolean;
   } = {},
 ): Promise<PrivateRedis> {
   const binary = redisServerBinary();
@@ -48,7 +51,7 @@ export async function startPrivateRedis(
     "--dir",
     dir,
     "--appendonly",
-    "yes",
+    options.appendonly === false ? "no" : "yes",
     "--appendfsync",
     options.appendfsync ?? "always",
     "--save",

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
+import { type JobKind, RedisJobQueue } from "../../src/queue/index.js";
 import { cli, jsonLines, spawnCli, waitForStderr } from "../helpers/cli.js";
 import { redisServerBinary, startPrivateRedis } from "../helpers/redis-server.js";
 import { approvingReply } from "../helpers/scripted-gats.js";
@@ -220,4 +221,63 @@ describe.skipIf(!runnable)("a Redis restart during a queued run", () => {
     }
     expect(worker.stderr()).toMatch(/worker w1 stopped: \d+ items processed \(0 failed\)/);
   }, 180_000);
+});
+
+describe.skipIf(!runnable)("a Redis restart without persistence", () => {
+  it("loses the jobs and results: the submitter ends, reporting the items it lost and why", async () => {
+    const redis = await startPrivateRedis({ appendonly: false });
+    cleanups.push(() => redis.close());
+    let letGo: () => void = () => {};
+    const gate = new Promise<void>((done) => {
+      letGo = done;
+    });
+    cleanups.push(() => letGo());
+    const started: string[] = [];
+    const kind: JobKind<null, number, number> = {
+      kind: "test.wiped",
+      async open() {
+        return {
+          async process(item) {
+            started.push(item.id);
+            if (item.id === "b") await gate;
+            return item.payload * 2;
+          },
+          async close() {},
+        };
+      },
+    };
+    const lines: string[] = [];
+    const worker = await RedisJobQueue.connect(redis.url, { log: (line) => lines.push(line) });
+    cleanups.push(() => worker.close());
+    worker.register(kind as JobKind);
+    const handle = worker.work({ concurrency: 1, name: "w" });
+    cleanups.push(() => handle.close({ force: true }));
+    const submitter = await RedisJobQueue.connect(redis.url, {
+      pollMs: 50,
+      lostCheckMs: 200,
+      log: (line) => lines.push(line),
+    });
+    cleanups.push(() => submitter.close());
+    const delivered: string[] = [];
+    const outcome = submitter.submit<null, number, number>(
+      {
+        runId: "wiped",
+        kind: "test.wiped",
+        context: null,
+        items: ["a", "b", "c"].map((id, payload) => ({ id, payload })),
+      },
+      { onResult: (result) => void delivered.push(result.id) },
+    );
+    await until("a is delivered and b is in hand", () => delivered.includes("a") && started.includes("b"));
+    await redis.stop("kill");
+    await until("the outage is noticed", () => lines.some((line) => line.includes("unreachable (")));
+    await redis.start();
+    const { results } = await outcome;
+    expect(results.get("a")).toMatchObject({ ok: true, value: 0 });
+    for (const id of ["b", "c"])
+      expect(results.get(id)).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/gone from Redis \(restarted without persistence \(AOF\)/),
+      });
+  }, 60_000);
 });
