@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkMessage, idOfText, paramsError, readMessageText } from "../../src/mcp/messages.js";
 import { buildEngine, createApp } from "../../src/server/index.js";
 import { type CliProcess, spawnCli } from "../helpers/cli.js";
 
@@ -355,5 +356,46 @@ describe("stdio and HTTP give hostile MCP messages the same verdicts", () => {
       expect(row?.http.body.id, label).toEqual(row?.stdio.body.id);
       expect(row?.stdio.body.id, label).not.toBeNull();
     }
+  });
+});
+
+describe("the message checks both doors share", () => {
+  it("idOfText reads the top-level id from the start of a message only", () => {
+    expect(idOfText('{"jsonrpc":"2.0","id":7,"method":"x","params":{"pad":"xxxx')).toBe(7);
+    expect(idOfText(' { "method":"x", "id" : "a\\"b", "params":{')).toBe('a"b');
+    // An "id" inside params is not the message's; a cut-off text names none.
+    expect(idOfText('{"params":{"id":3},"pad":"xx')).toBeNull();
+    expect(idOfText('{"params":{"id":3},"id":4')).toBe(4);
+    expect(idOfText('{"method":"x","params":{"text":"\\"id\\":5"},"id":"ab')).toBeNull();
+    expect(idOfText('{"id":1.5}')).toBeNull();
+    expect(idOfText('{"id":123456789012345678}')).toBeNull();
+    expect(idOfText("[1]")).toBeNull();
+  });
+
+  it("a notification is refused without an answer on stdio; a request with its id", () => {
+    const notification = checkMessage({ jsonrpc: "2.0", method: "tools/call", params: 5 });
+    expect(notification).toMatchObject({ ok: false, notification: true });
+    const request = checkMessage({ jsonrpc: "2.0", id: "r", method: "tools/call", params: [] });
+    expect(request).toMatchObject({
+      ok: false,
+      notification: false,
+      reply: { id: "r", error: { code: -32602 } },
+    });
+    expect(readMessageText('{"jsonrpc":"2.0","id":1,"method":"ping"}')).toMatchObject({ ok: true });
+    // Too deep for the HTTP body check is too deep here too, answered with the id JSON.parse still finds.
+    const deep = readMessageText(
+      `{"jsonrpc":"2.0","id":9,"method":"ping","params":${"[".repeat(300)}${"]".repeat(300)}}`,
+    );
+    expect(deep).toMatchObject({ ok: false, reply: { id: 9, error: { code: -32700 } } });
+  });
+
+  it("paramsError names every violation (up to ten) in one line", () => {
+    const error = paramsError("initialize", {});
+    expect(error?.code).toBe(-32602);
+    expect(error?.message).toMatch(
+      /^invalid params for initialize: \/params\/protocolVersion: .*; \/params\/capabilities: /,
+    );
+    expect(paramsError("tools/call", { name: "x", arguments: {} })).toBeUndefined();
+    expect(paramsError("something/else", 5)).toBeUndefined();
   });
 });
