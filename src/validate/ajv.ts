@@ -4,6 +4,7 @@ import type { JsonSchema } from "../catalog/tool.js";
 import { hashJson } from "../core/canonical-json.js";
 import { TerrariumError } from "../core/errors.js";
 import { escapeToken } from "../core/json-pointer.js";
+import { linearRegExpEngine, withPatternBudget } from "./linear-regex.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
@@ -15,7 +16,9 @@ const addFormats: AddFormats =
  * The Ajv options terrarium validates with: every error (not only the first), with the failing schema
  * attached so messages can describe what was expected; lenient about unknown keywords, because tool
  * schemas in the field carry annotations of all kinds (`optional`, `x-…`, `discriminator`). Only own
- * properties count, so arguments named `__proto__` or `constructor` are data like any other.
+ * properties count, so arguments named `__proto__` or `constructor` are data like any other. Patterns
+ * (`pattern`, `patternProperties`) run on a linear-time engine (linear-regex.ts), never on the
+ * backtracking `RegExp`: a schema's pattern must not be able to stall the process.
  */
 export const AJV_OPTIONS: Options = {
   allErrors: true,
@@ -24,10 +27,12 @@ export const AJV_OPTIONS: Options = {
   strict: false,
   allowUnionTypes: true,
   validateFormats: true,
+  code: { regExp: linearRegExpEngine },
 };
 
 export function createAjv(options: Options = AJV_OPTIONS): Ajv2020 {
-  const ajv = new Ajv2020(options);
+  // Whatever else a caller changes, patterns stay on the linear engine.
+  const ajv = new Ajv2020({ ...options, code: { ...options.code, regExp: linearRegExpEngine } });
   addFormats(ajv);
   return ajv;
 }
@@ -59,7 +64,7 @@ export class SchemaCompiler {
     if (!validate) {
       this.registerUnknownFormats(schema);
       try {
-        validate = this.ajv.compile(stripId(schema));
+        validate = withBudget(this.ajv.compile(stripId(schema)));
       } catch (error) {
         const subject = where.tool ? `the input schema of "${where.tool}"` : "the schema";
         const badPattern = findInvalidPattern(schema);
@@ -97,6 +102,21 @@ export class SchemaCompiler {
     };
     visit(schema);
   }
+}
+
+/**
+ * `validate` with a fresh pattern budget for each call (see withPatternBudget): the patterns of one
+ * validation together cannot hold the event loop for long, however many strings the value carries.
+ */
+function withBudget(validate: ValidateFunction): ValidateFunction {
+  const bounded = function (this: unknown, data: unknown, context?: unknown) {
+    const valid = withPatternBudget(() => (validate as (...args: unknown[]) => boolean).call(this, data, context));
+    bounded.errors = validate.errors;
+    return valid;
+  } as ValidateFunction;
+  bounded.schema = validate.schema;
+  bounded.schemaEnv = validate.schemaEnv;
+  return bounded;
 }
 
 /** Two tools may carry schemas with the same `$id`; Ajv would refuse the second, and ids mean nothing here. */
