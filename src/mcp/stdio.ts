@@ -82,6 +82,8 @@ export class LineTransport implements Transport {
     this.input.off("end", this.onEnd);
     this.input.off("error", this.onStreamError);
     this.output.off("error", this.onStreamError);
+    // Input still open (the reader went away first): stop reading, so it does not keep the process alive.
+    if (!this.inputEnded) this.input.pause();
     this.parts = [];
     this.markClosed();
     this.onclose?.();
