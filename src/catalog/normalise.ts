@@ -8,6 +8,7 @@ import {
   SCHEMA_MAP_KEYWORDS as MAPS,
   SCHEMA_KEYWORDS as SINGLE,
 } from "./json-schema.js";
+import { linearPatternProblem, linearTest } from "./linear-regex.js";
 import { DEFS_PREFIX } from "./refs.js";
 import { translatePattern } from "./regex-dialect.js";
 import type { JsonObjectSchema, JsonSchema } from "./tool.js";
@@ -487,6 +488,16 @@ export class SchemaNormaliser {
       );
       return undefined;
     }
+    // The validator runs patterns in linear time; one that needs backtracking cannot be enforced.
+    const problem = linearPatternProblem(result.pattern);
+    if (problem !== undefined) {
+      this.warn(
+        "PATTERN_NOT_LINEAR",
+        `pattern ${JSON.stringify(pattern)} cannot be checked in linear time (${problem}); dropped, so it is not checked`,
+        pointer,
+      );
+      return undefined;
+    }
     if (result.changed) {
       this.warn(
         "PATTERN_TRANSLATED",
@@ -646,12 +657,9 @@ export function dropUndeclaredRequired<T extends JsonObjectSchema>(
   return schema;
 }
 
+/** Names and patterns come from the document: run in linear time (false when that is impossible). */
 function safeTest(pattern: string, name: string): boolean {
-  try {
-    return new RegExp(pattern, "u").test(name);
-  } catch {
-    return false;
-  }
+  return linearTest(pattern, name);
 }
 
 function describe(value: unknown): string {

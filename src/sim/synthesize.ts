@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { fullFormats } from "ajv-formats/dist/formats.js";
+import { type LinearRegExp, translateToLinear } from "../catalog/linear-regex.js";
 import type { JsonSchema } from "../catalog/tool.js";
 import { contentId } from "../core/ids.js";
 import { setOwn } from "../core/immutable-json.js";
@@ -1572,21 +1573,15 @@ function emit(
   }
 }
 
-const regexCache = new Map<string, RegExp | null>();
 const treeCache = new Map<string, PatternNode | null>();
 
-/** The pattern as Ajv compiles it (`u` flag), or null when it is not a valid regular expression. */
-function compilePattern(pattern: string): RegExp | null {
-  let regex = regexCache.get(pattern);
-  if (regex !== undefined) return regex;
-  try {
-    regex = new RegExp(pattern, "u");
-  } catch {
-    regex = null;
-  }
-  if (regexCache.size > 5000) regexCache.clear();
-  regexCache.set(pattern, regex);
-  return regex;
+/**
+ * The pattern as terrarium's Ajv runs it (`u` flag, linear time), or null when it is not a valid regular
+ * expression or cannot be checked in linear time (the validator does not check it either).
+ */
+function compilePattern(pattern: string): LinearRegExp | null {
+  const translated = translateToLinear(pattern);
+  return translated.ok ? translated.regex : null;
 }
 
 function parsePattern(pattern: string): PatternNode | null {

@@ -1,10 +1,10 @@
 import { Ajv2020, type Options, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { linearRegExpEngine, withPatternBudget } from "../catalog/linear-regex.js";
 import type { JsonSchema } from "../catalog/tool.js";
 import { hashJson } from "../core/canonical-json.js";
 import { TerrariumError } from "../core/errors.js";
 import { escapeToken } from "../core/json-pointer.js";
-import { linearRegExpEngine, withPatternBudget } from "./linear-regex.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 type AddFormats = (ajv: Ajv2020) => Ajv2020;
@@ -110,7 +110,9 @@ export class SchemaCompiler {
  */
 function withBudget(validate: ValidateFunction): ValidateFunction {
   const bounded = function (this: unknown, data: unknown, context?: unknown) {
-    const valid = withPatternBudget(() => (validate as (...args: unknown[]) => boolean).call(this, data, context));
+    const valid = withPatternBudget(() =>
+      (validate as (...args: unknown[]) => boolean).call(this, data, context),
+    );
     bounded.errors = validate.errors;
     return valid;
   } as ValidateFunction;

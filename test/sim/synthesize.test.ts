@@ -502,8 +502,6 @@ describe("schema synthesis of the constructs real API schemas use", () => {
     for (const pattern of [
       "^[^@\\s]+@[^@\\s]+\\.[a-z]{2,}$",
       "^\\p{L}{3,6}$",
-      "^(?<word>[a-z]{2})-\\k<word>$",
-      "^([a-z])\\1$",
       "^[\\w.-]+$",
       "^[\\]\\[]{2}$",
       "^caf\\u00e9\\x21$",
@@ -517,6 +515,9 @@ describe("schema synthesis of the constructs real API schemas use", () => {
       for (let i = 0; i < 20; i++) expect(fromPattern(pattern, random)).toMatch(new RegExp(pattern, "u"));
     }
     expect(fromPattern("^[a-z]+$(?<=\\d)", random)).toBeUndefined();
+    // Backreferences need a backtracking engine: such a pattern is neither checked nor built (issue 23).
+    expect(fromPattern("^(?<word>[a-z]{2})-\\k<word>$", random)).toBeUndefined();
+    expect(fromPattern("^([a-z])\\1$", random)).toBeUndefined();
     expect(fromPattern("([", random)).toBeUndefined();
   });
 });

@@ -429,7 +429,9 @@ function flatten(node: Node): Node[] {
   return node.items.flatMap(flatten);
 }
 
-const big = (n: Node) => n.type === "repeat" && (n.min > RE2_MAX_REPEAT || (n.max > RE2_MAX_REPEAT && n.max !== Number.POSITIVE_INFINITY));
+const big = (n: Node) =>
+  n.type === "repeat" &&
+  (n.min > RE2_MAX_REPEAT || (n.max > RE2_MAX_REPEAT && n.max !== Number.POSITIVE_INFINITY));
 
 /** The sequence read backwards: lookaheads become lookbehinds, `^` and `$` swap. */
 function reverse(node: Node): Node {
@@ -541,7 +543,8 @@ function compileRe2(node: Node, reversed: boolean): Matcher {
     return fail(`RE2 refuses it (${error instanceof Error ? error.message : String(error)})`);
   }
   const size = program.programSize();
-  if (size > MAX_PROGRAM_SIZE) fail(`its program (${size} instructions) is too large to check in linear time`);
+  if (size > MAX_PROGRAM_SIZE)
+    fail(`its program (${size} instructions) is too large to check in linear time`);
   return { kind: "re2", program, size, reversed };
 }
 
@@ -557,8 +560,7 @@ function build(node: Node): Matcher {
   if (has(whole, isLookahead)) {
     const peeled = peelLookaheads(items);
     if (peeled !== undefined) return peeled;
-    if (has(whole, isLookbehind))
-      fail("lookaheads mixed with lookbehinds need a backtracking engine");
+    if (has(whole, isLookbehind)) fail("lookaheads mixed with lookbehinds need a backtracking engine");
     return compileRe2(reverse(whole), true);
   }
   return compileRe2(whole, false);
