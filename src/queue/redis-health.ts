@@ -15,6 +15,7 @@ export class RedisHealth {
   /** Whether the outage line was printed for the current outage. */
   private reported = false;
   private reconnectCount = 0;
+  private readonly outageWaiters = new Set<() => void>();
 
   constructor(
     /** The Redis URL without its password. */
@@ -38,6 +39,17 @@ export class RedisHealth {
     return this.watched.size > 0;
   }
 
+  /** Resolves once Redis is found unreachable (at once during an outage); `cancel` forgets the wait. */
+  whenUnreachable(): { promise: Promise<void>; cancel: () => void } {
+    let notify: () => void = () => {};
+    const promise = new Promise<void>((resolve) => {
+      notify = resolve;
+    });
+    if (this.reported) notify();
+    else this.outageWaiters.add(notify);
+    return { promise, cancel: () => this.outageWaiters.delete(notify) };
+  }
+
   watch(client: Redis): Redis {
     this.watched.add(client);
     let everReady = false;
@@ -47,6 +59,8 @@ export class RedisHealth {
       if (!this.reported) {
         this.reported = true;
         this.log(`redis at ${this.where} unreachable (${reasonOf(error)}); retrying`);
+        for (const notify of this.outageWaiters) notify();
+        this.outageWaiters.clear();
       }
     });
     client.on("close", () => {

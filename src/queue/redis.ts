@@ -505,7 +505,25 @@ export class RedisJobQueue implements JobQueue {
       close: (closeOptions = {}) => {
         closing ??= (async () => {
           clearInterval(sweep);
-          await worker.close(closeOptions.force === true);
+          // Waiting for an unreachable Redis could last forever (BullMQ's graceful close waits for its
+          // blocking connection to end, which a reconnecting client never does), and the items in hand
+          // could not be recorded anyway: stop without them; their locks expire once Redis is back and
+          // other workers take them.
+          const outage = this.health.whenUnreachable();
+          const down = !this.health.reachable;
+          const force = closeOptions.force === true || down;
+          const closed = worker.close(force);
+          closed.catch(() => {});
+          const cut = await Promise.race([closed.then(() => false), outage.promise.then(() => true)]);
+          outage.cancel();
+          if (cut) {
+            if (closeOptions.force !== true && active > 0)
+              this.log(
+                `worker ${name}: stopping without the ${active} item(s) in hand, as Redis is unreachable; other workers take them once it is back`,
+              );
+            connection.disconnect();
+            if (force) await closed;
+          }
           for (const runId of [...runners.keys()]) await closeRunner(runId);
           this.health.release(connection);
           connection.disconnect();

@@ -163,6 +163,38 @@ describe.skipIf(!runnable)("terrarium worker's probes and metrics", () => {
     expect(errText).toMatch(/reachable again after \d+\.\d s/);
   }, 90_000);
 
+  it("a worker stopped while Redis is down stops (it does not wait for Redis), its item left to others", async () => {
+    const redis = await startPrivateRedis();
+    cleanups.push(() => redis.close());
+    const hold = holdKind();
+    cleanups.push(() => hold.release());
+    const stderr = new PassThrough();
+    let errText = "";
+    stderr.on("data", (chunk: Buffer) => {
+      errText += chunk.toString();
+    });
+    const running = await startWorker(
+      { queue: redis.url, concurrency: 1, name: "cut", metricsPort: 0 },
+      { stdout: new PassThrough(), stderr, stdin: process.stdin },
+      () => new Models({ config: loadConfig({}).config }),
+      [hold.kind],
+    );
+    cleanups.push(() => running.stop(true));
+    const submitter = await RedisJobQueue.connect(redis.url, { log: () => {} });
+    cleanups.push(() => submitter.close());
+    void submitter
+      .submit({ runId: "cut", kind: "test.hold", context: null, items: [{ id: "n1", payload: 1 }] })
+      .catch(() => {});
+    await until("the item is in hand", () => hold.held.length === 1);
+    await redis.stop("kill");
+    await until("the outage is noticed", () => /unreachable \(/.test(errText));
+    await running.stop();
+    expect(errText).toContain(
+      "stopping without the 1 item(s) in hand, as Redis is unreachable; other workers take them once it is back",
+    );
+    expect(errText).toMatch(/worker cut stopped: 0 items processed \(0 failed\)/);
+  }, 60_000);
+
   it("`terrarium worker --metrics-port 0` prints where it listens and answers there", async () => {
     const prefix = uniquePrefix();
     cleanups.push(() => deletePrefix(REDIS_URL as string, prefix));
