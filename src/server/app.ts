@@ -31,6 +31,7 @@ import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter } from "./json-body.js";
 import { errorCodeOf, ServerMetrics, UNMATCHED_ROUTE } from "./metrics.js";
 import { renderDocsPage, routesToOpenApi } from "./openapi.js";
 import { bareProfile, describePolicy, type ServerProfile } from "./profile.js";
+import { QuotaGuard, type TokenQuotas } from "./quotas.js";
 import { type Route, type RouteGroup, RouteTable } from "./route-table.js";
 import { SCHEMAS } from "./schemas.js";
 import type { Drain } from "./shutdown.js";
@@ -47,6 +48,8 @@ export interface AppOptions {
   maxJsonDepth?: number;
   /** Limits of the MCP endpoint at /mcp (live sessions, idle time). */
   mcp?: McpHttpOptions;
+  /** Per-token caps on stored sessions and replays in flight (defaults in quotas.ts); MCP's caps are in `mcp`. */
+  quotas?: Partial<TokenQuotas>;
   /** Model usage: a session's calls (Gecko's /get-session-llm-usage) and how many there were in all. */
   usage?: { forSession: (sessionId: string) => UsageEvent[]; count: () => number };
   /** Builds a state with a model for Gecko's bootstrap_mode auto/force (absent: states are stored as given). */
@@ -113,6 +116,8 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   const version = options.version ?? "0.1.0";
   const startedAt = Date.now();
   const profile = options.profile ?? bareProfile();
+  // One guard for every door, so REST, Gecko and MCP sessions of a token count against one cap.
+  const quotas = new QuotaGuard(engine.store, options.quotas);
 
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const answer = (group: RouteGroup, error: unknown, c: AppContext) =>
@@ -374,8 +379,9 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
         });
       },
     },
-    ...terrariumRoutes(engine),
+    ...terrariumRoutes(engine, quotas),
     ...geckoRoutes(engine, {
+      quotas,
       ...(options.bootstrap ? { bootstrap: options.bootstrap } : {}),
       ...(options.updateState ? { updateState: options.updateState } : {}),
       ...(options.usage ? { usage: options.usage.forSession } : {}),
@@ -430,7 +436,11 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   ];
 
   // --- MCP (streamable HTTP), one session per MCP connection ------------------------------------------
-  const mcp = new McpHttpEndpoint(engine, { ...options.mcp, ...(options.version ? { version } : {}) });
+  const mcp = new McpHttpEndpoint(engine, {
+    ...options.mcp,
+    quotas,
+    ...(options.version ? { version } : {}),
+  });
   const mcpHandle = async (c: AppContext) => {
     let parsed: unknown;
     const text = c.get("body");

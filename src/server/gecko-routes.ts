@@ -102,6 +102,8 @@ export async function geckoSession(
   return record;
 }
 
+const SERVICE_CODES = new Set(["STORE_UNAVAILABLE", "SHUTTING_DOWN", "INTERNAL"]);
+
 /** Errors a handler's helpers throw (bad bodies, states refused) become this route's error shape. */
 function guarded(
   toProblem: (message: string) => HttpProblem,
@@ -111,7 +113,8 @@ function guarded(
     try {
       return await handler(c, params);
     } catch (error) {
-      if (error instanceof TerrariumError) throw toProblem(error.message);
+      // An outage or a shutdown is not the caller's mistake: it keeps its 503 (answerError's shape).
+      if (error instanceof TerrariumError && !SERVICE_CODES.has(error.code)) throw toProblem(error.message);
       throw error;
     }
   };
@@ -363,6 +366,7 @@ export function geckoRoutes(engine: Engine, options: GeckoOptions): Route<AppCon
         try {
           await engine.setState(record.id, state);
         } catch (error) {
+          if (error instanceof TerrariumError && SERVICE_CODES.has(error.code)) throw error;
           throw requestValidation([
             { type: "value_error", loc: ["body", "previous_state"], msg: (error as Error).message },
           ]);
