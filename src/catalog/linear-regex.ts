@@ -38,8 +38,11 @@ export type LinearTranslation = { ok: true; regex: LinearRegExp } | { ok: false;
 export const MAX_LINEAR_PATTERN_LENGTH = 10_000;
 /** The largest compiled program (re2js instructions, summed over a pattern's parts) accepted. */
 export const MAX_PROGRAM_SIZE = 10_000;
-/** Work units (program size × input length) one validation may spend on patterns. */
-export const DEFAULT_PATTERN_BUDGET = 20_000_000;
+/**
+ * Work units (program size × input length) one validation may spend on patterns. re2js's slowest path
+ * (its NFA, when a crafted pattern defeats the DFA's cache) takes about 40 ns a unit: at most ~0.2 s.
+ */
+export const DEFAULT_PATTERN_BUDGET = 5_000_000;
 
 const MAX_CP = 0x10ffff;
 /** RE2's largest repetition count. */
@@ -81,7 +84,7 @@ function complement(ranges: Range[]): Range[] {
 
 const measured = new Map<string, Range[]>();
 /** Number of distinct sets measured; bounded because the names a native engine accepts are finite. */
-const MAX_MEASURED = 512;
+const MAX_MEASURED = 128;
 
 /**
  * The code points the native single-character pattern `atom` (e.g. `\p{L}`, `\s`, `.`) matches, asked of
@@ -715,18 +718,45 @@ function run(matcher: Matcher, input: string, reversed: () => string): boolean {
   }
 }
 
+/**
+ * The lengths (in code points) an input can have when the pattern is anchored at both ends (`^…$`), or
+ * undefined: a longer or shorter input cannot match, and is turned away before any work.
+ */
+function anchoredBounds(node: Node): [number, number] | undefined {
+  if (node.type === "alt") {
+    const all = node.alts.map(anchoredBounds);
+    if (all.some((bounds) => bounds === undefined)) return undefined;
+    const bounds = all as Array<[number, number]>;
+    return [Math.min(...bounds.map((b) => b[0])), Math.max(...bounds.map((b) => b[1]))];
+  }
+  const items = flatten(node);
+  const first = items[0];
+  const last = items[items.length - 1];
+  if (first?.type !== "assert" || first.kind !== "start" || last?.type !== "assert" || last.kind !== "end")
+    return undefined;
+  return lengths(node);
+}
+
 class LinearPattern implements LinearRegExp {
   private readonly size: number;
 
   constructor(
     readonly source: string,
     private readonly matcher: Matcher,
+    private readonly bounds: [number, number] | undefined,
   ) {
     this.size = programSize(matcher);
   }
 
   test(input: string): boolean {
     const text = String(input);
+    if (this.bounds !== undefined) {
+      const [min, max] = this.bounds;
+      // UTF-16 length is between one and two units a code point.
+      if (text.length > 2 * max || text.length < min) return false;
+      const n = codePointLength(text);
+      if (n > max || n < min) return false;
+    }
     if (!charge(this.size * Math.max(text.length, 1))) return false;
     let reversed: string | undefined;
     return run(this.matcher, text, () => {
@@ -767,11 +797,12 @@ function translateUncached(pattern: string): LinearTranslation {
     return { ok: false, reason: `not a valid regular expression (${(error as Error).message})` };
   }
   try {
-    const matcher = build(new Parser(pattern).parse());
+    const tree = new Parser(pattern).parse();
+    const matcher = build(tree);
     const size = programSize(matcher);
     if (size > MAX_PROGRAM_SIZE)
       fail(`its program (${size} instructions) is too large to check in linear time`);
-    return { ok: true, regex: new LinearPattern(pattern, matcher) };
+    return { ok: true, regex: new LinearPattern(pattern, matcher, anchoredBounds(tree)) };
   } catch (error) {
     if (error instanceof Untranslatable) return { ok: false, reason: error.message };
     return { ok: false, reason: `translation failed: ${(error as Error).message}` };

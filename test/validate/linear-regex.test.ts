@@ -161,6 +161,32 @@ describe("ECMAScript semantics on RE2", () => {
     for (const [pattern, inputs] of cases) expectSameVerdicts(pattern, inputs);
   });
 
+  it("gives native verdicts for random long repetitions at their boundaries", () => {
+    let seed = 99;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) & 0x7fffffff;
+      return seed / 0x7fffffff;
+    };
+    const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)] as T;
+    let compared = 0;
+    for (let k = 0; k < 60; k++) {
+      const n = pick([0, 1, 999, 1000, 1001, 1500]);
+      const m = n + pick([0, 1, 1000, 1200, 3000]);
+      const atom = pick(["a", ".", "[ab]", "(?:ab)", "😀", "\\w", "(?:a|bc)"]);
+      const pattern = `${next() < 0.5 ? "^" : ""}${pick(["", "x", "x?", "(?:y|zz)"])}${atom}{${n},${m}}${pick(["", "x", "b*", "(?=a)"])}${next() < 0.5 ? "$" : ""}`;
+      if (linearPatternProblem(pattern) !== undefined) continue;
+      const inputs = Array.from({ length: 6 }, () => {
+        const length = Math.max(0, pick([n, m, n - 1, m + 1, 3]) + pick([0, 1]));
+        const unit = pick(["a", "ab", "😀", "x"]);
+        return pick(["", "x", "zz"]) + unit.repeat(length) + pick(["", "x", "a", "\n"]);
+      });
+      // Semantics only: the budget (tested below) may refuse the longest of these.
+      withPatternBudget(() => expectSameVerdicts(pattern, inputs), Number.POSITIVE_INFINITY);
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(45);
+  });
+
   it("refuses, with a reason, what needs backtracking or cannot fit a linear program", () => {
     expect(linearPatternProblem("^(a)\\1$")).toMatch(/backreferences/);
     expect(linearPatternProblem("^(?<x>a)\\k<x>$")).toMatch(/backreferences/);
@@ -294,6 +320,11 @@ describe("linear time", () => {
       expect(regex.test("abcx")).toBe(false); // the first test spent most of the budget
     }, 12_000); // one test costs about 2,000 instructions × 4 characters
     expect(DEFAULT_PATTERN_BUDGET).toBeGreaterThan(1_000_000);
+    // An input longer than anything a `^…$` pattern can match is turned away before any work.
+    withPatternBudget(() => {
+      expect(regex.test(huge)).toBe(false);
+      expect(linear("^(?:a|b)+$").test("ab".repeat(400_000))).toBe(false); // no length bound: over budget
+    }, 1);
   });
 
   it("shares one budget across all the strings of one validation, and gives each validation a new one", () => {
@@ -305,7 +336,7 @@ describe("linear time", () => {
     const many = Array.from({ length: 20 }, () => item);
     expect(validate([item])).toBe(true);
     const started = performance.now();
-    expect(validate(many)).toBe(false); // 20 × 4M units exceed the 20M budget: the last ones are refused
+    expect(validate(many)).toBe(false); // 20 × 4M units exceed the 5M budget: the later ones are refused
     expect(validate.errors?.some((error) => error.keyword === "pattern")).toBe(true);
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(validate([item])).toBe(true);
