@@ -10,6 +10,7 @@ import { TerrariumError } from "../core/errors.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
 import { isEnvironmentReference, loadEnvironment } from "../envs/load.js";
 import type { Environment } from "../envs/types.js";
+import type { McpHttpOptions } from "../mcp/server.js";
 import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
 import { UsageLedger, type UsageRecord } from "../models/usage.js";
@@ -26,6 +27,7 @@ import { createApp } from "./app.js";
 import type { UsageEvent } from "./gecko-routes.js";
 import { ServerMetrics } from "./metrics.js";
 import { describePolicy, type ServerProfile, semanticValidationOf } from "./profile.js";
+import type { TokenQuotas } from "./quotas.js";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS, Drain, type ShutdownReport } from "./shutdown.js";
 import { defaultApiNames } from "./tool-routes.js";
 
@@ -58,6 +60,10 @@ export interface ServeOptions {
   models?: Models;
   /** How long `close` lets in-flight requests finish before closing their connections (default 10 s). */
   drainTimeoutMs?: number;
+  /** Per-token caps on stored sessions and replays in flight (defaults in quotas.ts). */
+  quotas?: Partial<TokenQuotas>;
+  /** The MCP endpoint's limits: live sessions in all and per token, idle time. */
+  mcp?: Omit<McpHttpOptions, "quotas" | "version">;
 }
 
 /** What `buildEngine` made: the engine and what the server around it needs to know. */
@@ -391,6 +397,8 @@ export async function startServer(options: ServeOptions): Promise<{
     usage,
     metrics,
     drain: inFlight,
+    ...(options.quotas ? { quotas: options.quotas } : {}),
+    ...(options.mcp ? { mcp: options.mcp } : {}),
     ...(models ? { ledger: models.ledger } : {}),
     ...(options.tokens ? { tokens: options.tokens } : {}),
     ...(simulatorModels

@@ -102,7 +102,7 @@ describe("serve and worker flags from TERRARIUM_* variables", () => {
     expect(file.stderr).toMatch(/--db-password-file needs --db with a postgres:\/\/ URL/);
   });
 
-  it("serve runs configured by the environment: port, tokens from a file and from a list", async () => {
+  it("serve runs configured by the environment: port, tokens from a file and from a list, a per-token cap", async () => {
     const dir = mkdtempSync(join(tmpdir(), "terrarium-env-"));
     writeFileSync(join(dir, "tokens"), "# tenants\nalpha\n\n  beta  \n");
     const child = spawn(
@@ -115,7 +115,8 @@ describe("serve and worker flags from TERRARIUM_* variables", () => {
           TERRARIUM_PORT: "0",
           TERRARIUM_TOKEN_FILE: join(dir, "tokens"),
           TERRARIUM_TOKEN: "gamma",
-          },
+          TERRARIUM_MAX_SESSIONS_PER_TOKEN: "1",
+        },
       },
     );
     let stderr = "";
@@ -137,6 +138,13 @@ describe("serve and worker flags from TERRARIUM_* variables", () => {
         });
         expect(created.status, token).toBe(201);
       }
+      // --max-sessions-per-token 1, from its variable: alpha's second session is refused, nobody else's.
+      const second = await fetch(`${url}/sessions`, {
+        method: "POST",
+        headers: { authorization: "Bearer alpha" },
+      });
+      expect(second.status).toBe(429);
+      expect(await second.json()).toMatchObject({ error: { code: "QUOTA_EXCEEDED" } });
       expect(
         (await fetch(`${url}/sessions`, { method: "POST", headers: { authorization: "Bearer # tenants" } }))
           .status,

@@ -1,13 +1,19 @@
 import type { Command } from "commander";
 import { TerrariumError } from "../../core/errors.js";
+import {
+  DEFAULT_MAX_MCP_SESSIONS,
+  DEFAULT_MAX_MCP_SESSIONS_PER_TOKEN,
+  DEFAULT_MCP_IDLE_MS,
+} from "../../mcp/server.js";
 import { describeProfile } from "../../server/profile.js";
+import { DEFAULT_TOKEN_QUOTAS } from "../../server/quotas.js";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../../server/shutdown.js";
 import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
 import { isSimulatorName, SIMULATOR_NAMES } from "../../sim/types.js";
 import { readPasswordFile, readSecretsFile } from "../environment.js";
-import { type CliIo, collect, wholeNumber } from "../io.js";
+import { type CliIo, collect, parsePositiveInteger, parsePositiveSeconds, wholeNumber } from "../io.js";
 import { describeLoad } from "./tools.js";
 
 const SIMULATORS: string[] = ["auto", ...SIMULATOR_NAMES];
@@ -31,6 +37,10 @@ interface ServeCliOptions {
   liveInstances: number;
   strict?: boolean;
   drainTimeout: number;
+  maxSessionsPerToken?: number;
+  maxReplaysPerToken?: number;
+  maxMcpSessionsPerToken?: number;
+  mcpIdleTimeout?: number;
 }
 
 /**
@@ -166,6 +176,26 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       DEFAULT_DRAIN_TIMEOUT_SECONDS,
     )
     .option(
+      "--max-sessions-per-token <n>",
+      `stored sessions one token may hold, MCP's included (default ${DEFAULT_TOKEN_QUOTAS.sessions}); more get 429 QUOTA_EXCEEDED`,
+      parsePositiveInteger,
+    )
+    .option(
+      "--max-replays-per-token <n>",
+      `replays one token may run at once (default ${DEFAULT_TOKEN_QUOTAS.replays})`,
+      parsePositiveInteger,
+    )
+    .option(
+      "--max-mcp-sessions-per-token <n>",
+      `live MCP sessions one token may hold (default ${DEFAULT_MAX_MCP_SESSIONS_PER_TOKEN}; ${DEFAULT_MAX_MCP_SESSIONS} in all)`,
+      parsePositiveInteger,
+    )
+    .option(
+      "--mcp-idle-timeout <seconds>",
+      `an MCP session unused this long is closed with its engine session (default ${DEFAULT_MCP_IDLE_MS / 1000})`,
+      parsePositiveSeconds,
+    )
+    .option(
       "--model <model>",
       "model of the llm simulator, the bootstrap and the state updater (default: roles.simulator or roles.default of the config)",
     )
@@ -231,6 +261,16 @@ the start-up lines and GET /health say whether it is on and with which model.
         ...(command.optsWithGlobals().config ? { config: command.optsWithGlobals().config as string } : {}),
         llmMode: options.llmMode as "merged" | "gecko",
         ...(options.strict ? { strict: true } : {}),
+        quotas: {
+          ...(options.maxSessionsPerToken !== undefined ? { sessions: options.maxSessionsPerToken } : {}),
+          ...(options.maxReplaysPerToken !== undefined ? { replays: options.maxReplaysPerToken } : {}),
+        },
+        mcp: {
+          ...(options.maxMcpSessionsPerToken !== undefined
+            ? { maxSessionsPerToken: options.maxMcpSessionsPerToken }
+            : {}),
+          ...(options.mcpIdleTimeout !== undefined ? { idleMs: options.mcpIdleTimeout * 1000 } : {}),
+        },
       });
       io.stderr.write(describeLoad(server.engine.catalog));
       io.stderr.write(describeProfile(server.profile, server.url, server.engine.catalog.size));
