@@ -60,10 +60,11 @@ export function tooLargeReply(id: RpcId, maxBytes: number): RpcErrorReply {
 export type ReadMessage =
   | { ok: true; message: JSONRPCMessage }
   /**
-   * `notification`: the message was one, so a stream transport must not answer it (HTTP still answers
-   * the POST that carried it, with `reply`).
+   * `silent`: the message was a notification or a response, which JSON-RPC never answers, so a stream
+   * transport must not (two peers would otherwise answer each other's errors forever); HTTP still
+   * answers the POST that carried it, with `reply`.
    */
-  | { ok: false; reply: RpcErrorReply; notification: boolean; reason: string };
+  | { ok: false; reply: RpcErrorReply; silent: boolean; reason: string };
 
 /**
  * One message's text: parsed with the same checks as an HTTP body, then checked as one JSON-RPC message.
@@ -78,7 +79,7 @@ export function readMessageText(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH)
     return {
       ok: false,
       reply: rpcErrorReply(idOfRefused(text), { code: ErrorCode.ParseError, message }),
-      notification: false,
+      silent: false,
       reason: message,
     };
   }
@@ -137,13 +138,17 @@ function idOfRefused(text: string): RpcId {
 
 /** A parsed value checked as one JSON-RPC 2.0 message. */
 export function checkMessage(value: unknown): ReadMessage {
+  const responseLike =
+    isObject(value) &&
+    !Object.hasOwn(value, "method") &&
+    (Object.hasOwn(value, "result") || Object.hasOwn(value, "error"));
   const invalid = (message: string, id: RpcId = null): ReadMessage => ({
     ok: false,
     reply: rpcErrorReply(id, {
       code: ErrorCode.InvalidRequest,
       message: `invalid JSON-RPC message: ${message}`,
     }),
-    notification: false,
+    silent: responseLike,
     reason: message,
   });
   if (Array.isArray(value))
@@ -167,7 +172,7 @@ export function checkMessage(value: unknown): ReadMessage {
           message,
           data: { violations: [{ path: "/params", rule: "type", message: "must be an object" }] },
         }),
-        notification: !hasId,
+        silent: !hasId,
         reason: message,
       };
     }

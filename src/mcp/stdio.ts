@@ -153,8 +153,8 @@ export class LineTransport implements Transport {
     if (text.trim() === "") return;
     const read = readMessageText(text, this.maxDepth);
     if (!read.ok) {
-      // A notification is never answered, not even with an error.
-      if (read.notification) this.onRefused?.(read.reason);
+      // Notifications and responses are never answered, not even with an error.
+      if (read.silent) this.onRefused?.(read.reason);
       else this.refuse(read.reply, read.reason);
       return;
     }

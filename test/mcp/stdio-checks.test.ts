@@ -134,7 +134,9 @@ describe("terrarium mcp over stdio checks what /mcp checks", () => {
       id: 6,
       error: { code: -32600, message: expect.stringMatching(/jsonrpc/) },
     });
-    expect((await peer.ask('{"jsonrpc":"2.0","id":7,"method":"ping"}')).result).toEqual({});
+    // An error answer from the client is not answered back: the next line out is the ping's.
+    peer.write('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"yours"}}');
+    expect(await peer.ask('{"jsonrpc":"2.0","id":7,"method":"ping"}')).toMatchObject({ id: 7, result: {} });
   }, 60_000);
 
   it("answers invalid params with -32602 and the violations in words, never a zod dump", async () => {
@@ -372,13 +374,16 @@ describe("the message checks both doors share", () => {
     expect(idOfText("[1]")).toBeNull();
   });
 
-  it("a notification is refused without an answer on stdio; a request with its id", () => {
+  it("a notification or a response is refused without an answer on stdio; a request with its id", () => {
     const notification = checkMessage({ jsonrpc: "2.0", method: "tools/call", params: 5 });
-    expect(notification).toMatchObject({ ok: false, notification: true });
+    expect(notification).toMatchObject({ ok: false, silent: true });
+    // Another peer's error answer is never answered back (two such peers would echo errors forever).
+    const response = checkMessage({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "no" } });
+    expect(response).toMatchObject({ ok: false, silent: true, reply: { error: { code: -32600 } } });
     const request = checkMessage({ jsonrpc: "2.0", id: "r", method: "tools/call", params: [] });
     expect(request).toMatchObject({
       ok: false,
-      notification: false,
+      silent: false,
       reply: { id: "r", error: { code: -32602 } },
     });
     expect(readMessageText('{"jsonrpc":"2.0","id":1,"method":"ping"}')).toMatchObject({ ok: true });
