@@ -234,6 +234,9 @@ describe("MCP over HTTP treats every request as hostile", () => {
     const again = () =>
       eager.request("/mcp", { method: "POST", headers: MCP_HEADERS, body: JSON.stringify(initialize) });
     const old = await again();
+    // The first session must have been idle past 1 ms (Date.now's resolution) before room is needed.
+    const usedAt = Date.now();
+    while (Date.now() <= usedAt + 1) await new Promise((resolve) => setImmediate(resolve));
     expect((await again()).status).toBe(200);
     const stale = await eager.request("/mcp", {
       method: "POST",
