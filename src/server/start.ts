@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import type { Server } from "node:http";
 import { basename } from "node:path";
 import { serve } from "@hono/node-server";
 import { distance } from "fastest-levenshtein";
@@ -28,7 +29,16 @@ import type { UsageEvent } from "./gecko-routes.js";
 import { ServerMetrics } from "./metrics.js";
 import { describePolicy, type ServerProfile, semanticValidationOf } from "./profile.js";
 import type { TokenQuotas } from "./quotas.js";
-import { DEFAULT_DRAIN_TIMEOUT_SECONDS, Drain, type ShutdownReport } from "./shutdown.js";
+import {
+  DEFAULT_DRAIN_TIMEOUT_SECONDS,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS,
+  Drain,
+  HttpDrain,
+  MAX_KEEP_ALIVE_TIMEOUT_SECONDS,
+  type ShutdownProgress,
+  type ShutdownReport,
+  setKeepAlive,
+} from "./shutdown.js";
 import { defaultApiNames } from "./tool-routes.js";
 
 export interface ServeOptions {
@@ -60,6 +70,11 @@ export interface ServeOptions {
   models?: Models;
   /** How long `close` lets in-flight requests finish before closing their connections (default 10 s). */
   drainTimeoutMs?: number;
+  /**
+   * How long an idle keep-alive connection stays open, in ms (default 65 s: above load balancers' idle
+   * timeouts, such as AWS ALB's 60 s); `headersTimeout` is set just above it.
+   */
+  keepAliveTimeoutMs?: number;
   /** Per-token caps on stored sessions and replays in flight (defaults in quotas.ts). */
   quotas?: Partial<TokenQuotas>;
   /** The MCP endpoint's limits: live sessions in all and per token, idle time. */
@@ -381,8 +396,14 @@ export async function startServer(options: ServeOptions): Promise<{
   metrics: ServerMetrics;
   /** Requests being answered now. */
   inFlight: () => number;
-  /** Graceful shutdown; called again while draining with `drainTimeoutMs: 0`, it stops waiting. */
-  close: (options?: { drainTimeoutMs?: number }) => Promise<ShutdownReport>;
+  /**
+   * Graceful shutdown; called again while draining with `drainTimeoutMs: 0`, it stops waiting. `progress`
+   * is told once the listener is closed and once the drain is over (see `HttpDrain`).
+   */
+  close: (options?: {
+    drainTimeoutMs?: number;
+    progress?: (progress: ShutdownProgress) => void;
+  }) => Promise<ShutdownReport>;
 }> {
   const { engine, models, profile, apiNames, usage } = await buildEngine(options);
   // Bootstrapping and state updates use the simulator's model; their usage is filed under the session.
@@ -415,6 +436,18 @@ export async function startServer(options: ServeOptions): Promise<{
   });
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 8080;
+  const keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS * 1000;
+  if (
+    !Number.isFinite(keepAliveTimeoutMs) ||
+    keepAliveTimeoutMs <= 0 ||
+    keepAliveTimeoutMs > MAX_KEEP_ALIVE_TIMEOUT_SECONDS * 1000
+  ) {
+    await engine.close();
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `the keep-alive timeout must be above 0 and at most ${MAX_KEEP_ALIVE_TIMEOUT_SECONDS} s, got ${keepAliveTimeoutMs / 1000} s`,
+    );
+  }
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     await engine.close();
     throw new TerrariumError("INVALID_INPUT", `the port must be an integer from 0 to 65535, got ${port}`);
@@ -422,33 +455,17 @@ export async function startServer(options: ServeOptions): Promise<{
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
       server.off("error", failed);
-      // In flight from the request until its response is written out (or its connection is lost).
-      server.on(
-        "request",
-        (_request: unknown, response: { once: (event: "close", listener: () => void) => void }) => {
-          inFlight.begin();
-          response.once("close", () => inFlight.end());
-        },
-      );
       let closing: Promise<ShutdownReport> | undefined;
-      const shutdown = async (drainTimeoutMs: number): Promise<ShutdownReport> => {
-        const http = server as typeof server & {
-          closeIdleConnections?: () => void;
-          closeAllConnections?: () => void;
-        };
-        const atStart = inFlight.inFlight;
-        inFlight.start();
-        // No new connections; idle keep-alive ones close now, busy ones once their answer is sent.
-        const stopped = new Promise<void>((done) => server.close(() => done()));
-        http.closeIdleConnections?.();
-        const drained = await inFlight.wait(drainTimeoutMs);
-        const abandoned = drained ? 0 : inFlight.inFlight;
-        http.closeAllConnections?.();
-        await stopped;
+      const shutdown = async (
+        drainTimeoutMs: number,
+        progress?: (progress: ShutdownProgress) => void,
+      ): Promise<ShutdownReport> => {
+        const { drained, atStart, progress: done } = await http.shutdown(drainTimeoutMs, progress);
+        progress?.(done);
         metrics.dispose();
         await engine.close();
         await closeModels();
-        return { inFlight: atStart, abandoned };
+        return { inFlight: atStart, abandoned: drained ? 0 : done.cutOff };
       };
       resolve({
         url: `http://${host}:${info.port}`,
@@ -464,11 +481,15 @@ export async function startServer(options: ServeOptions): Promise<{
             if (timeout === 0) inFlight.cutShort();
             return closing;
           }
-          closing = shutdown(timeout);
+          closing = shutdown(timeout, closeOptions.progress);
           return closing;
         },
       });
     });
+    // Connections and requests are counted from the start (see HttpDrain); idle connections outlive a load
+    // balancer's own idle timeout.
+    const http = new HttpDrain(server as Server, inFlight);
+    setKeepAlive(server as Server, keepAliveTimeoutMs);
     // Listening can fail (port taken, no permission, unknown address): one sentence, and nothing left open.
     const failed = (error: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;

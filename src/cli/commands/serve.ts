@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { TerrariumError } from "../../core/errors.js";
 import {
   DEFAULT_MAX_MCP_SESSIONS,
@@ -7,7 +7,12 @@ import {
 } from "../../mcp/server.js";
 import { describeProfile } from "../../server/profile.js";
 import { DEFAULT_TOKEN_QUOTAS } from "../../server/quotas.js";
-import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../../server/shutdown.js";
+import {
+  DEFAULT_DRAIN_TIMEOUT_SECONDS,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS,
+  MAX_KEEP_ALIVE_TIMEOUT_SECONDS,
+  type ShutdownProgress,
+} from "../../server/shutdown.js";
 import { startServer } from "../../server/start.js";
 import type { SimulatorPolicy } from "../../sim/engine.js";
 import { DEFAULT_MAX_LIVE_INSTANCES } from "../../sim/simulators/code.js";
@@ -37,6 +42,7 @@ interface ServeCliOptions {
   liveInstances: number;
   strict?: boolean;
   drainTimeout: number;
+  keepAliveTimeout: number;
   maxSessionsPerToken?: number;
   maxReplaysPerToken?: number;
   maxMcpSessionsPerToken?: number;
@@ -85,6 +91,16 @@ export function parsePolicy(text: string): SimulatorPolicy {
   }
   if (Object.keys(policy.tools).length === 0) delete (policy as { tools?: unknown }).tools;
   return policy as SimulatorPolicy;
+}
+
+/** `--keep-alive-timeout`: seconds above 0, at most an hour. */
+export function parseKeepAliveSeconds(value: string): number {
+  const seconds = parsePositiveSeconds(value);
+  if (seconds > MAX_KEEP_ALIVE_TIMEOUT_SECONDS)
+    throw new InvalidArgumentError(
+      `expected at most ${MAX_KEEP_ALIVE_TIMEOUT_SECONDS} seconds (keep it a little above the load balancer's idle timeout), got "${value}"`,
+    );
+  return seconds;
 }
 
 /** --db with the password of --db-password-file put into its postgres:// URL. */
@@ -176,6 +192,12 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       DEFAULT_DRAIN_TIMEOUT_SECONDS,
     )
     .option(
+      "--keep-alive-timeout <seconds>",
+      `how long an idle keep-alive connection stays open (keep it above your load balancer's idle timeout, e.g. AWS ALB's 60 s; at most ${MAX_KEEP_ALIVE_TIMEOUT_SECONDS})`,
+      parseKeepAliveSeconds,
+      DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS,
+    )
+    .option(
       "--max-sessions-per-token <n>",
       `stored sessions one token may hold, MCP's included (default ${DEFAULT_TOKEN_QUOTAS.sessions}); more get 429 QUOTA_EXCEEDED`,
       parsePositiveInteger,
@@ -260,6 +282,7 @@ the start-up lines and GET /health say whether it is on and with which model.
         ...(options.model ? { model: options.model } : {}),
         ...(command.optsWithGlobals().config ? { config: command.optsWithGlobals().config as string } : {}),
         llmMode: options.llmMode as "merged" | "gecko",
+        keepAliveTimeoutMs: options.keepAliveTimeout * 1000,
         ...(options.strict ? { strict: true } : {}),
         quotas: {
           ...(options.maxSessionsPerToken !== undefined ? { sessions: options.maxSessionsPerToken } : {}),
@@ -284,19 +307,37 @@ the start-up lines and GET /health say whether it is on and with which model.
             return;
           }
           stopping = true;
-          io.stderr.write(
-            `terrarium: ${signal}: no new connections; ${server.inFlight()} request(s) in flight, waiting up to ${options.drainTimeout}s\n`,
-          );
-          void server.close({ drainTimeoutMs }).then((report) => {
-            process.off("SIGINT", stop);
-            process.off("SIGTERM", stop);
+          const started = (progress: ShutdownProgress) => {
+            if (progress.stage !== "listening-stopped") return;
+            const unread =
+              progress.unread > 0
+                ? `; ${progress.unread} connection(s) accepted whose request is not read yet get 503 SHUTTING_DOWN`
+                : "";
             io.stderr.write(
-              report.abandoned > 0
-                ? `terrarium: stopped; ${report.abandoned} request(s) were still running and were cut off\n`
-                : "terrarium: stopped\n",
+              `terrarium: ${signal}: no new connections; ${progress.inFlight} request(s) in flight, waiting up to ${options.drainTimeout}s${unread}\n`,
             );
-            resolve();
-          });
+          };
+          let summary = "";
+          void server
+            .close({
+              drainTimeoutMs,
+              progress: (progress) => {
+                started(progress);
+                if (progress.stage === "drained")
+                  summary = `terrarium: drained: ${progress.answered} request(s) answered, ${progress.refused} refused with 503 SHUTTING_DOWN, ${progress.cutOff} cut off at the drain timeout, ${progress.lost} lost by their clients; ${progress.closedIdle} idle connection(s) closed\n`;
+              },
+            })
+            .then((report) => {
+              process.off("SIGINT", stop);
+              process.off("SIGTERM", stop);
+              io.stderr.write(summary);
+              io.stderr.write(
+                report.abandoned > 0
+                  ? `terrarium: stopped; ${report.abandoned} request(s) were still running and were cut off\n`
+                  : "terrarium: stopped\n",
+              );
+              resolve();
+            });
         };
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
