@@ -125,10 +125,13 @@ export function setKeepAlive(server: Server, keepAliveTimeoutMs: number): void {
 export interface ShutdownProgress {
   /** `listening-stopped`: the listener is closed (what was waiting to be accepted was accepted first). */
   stage: "listening-stopped" | "drained";
-  /** Requests being answered at that moment. */
+  /** Requests that began before draining and are still being answered. */
   inFlight: number;
-  /** Connections accepted whose first request had not been read yet (answered 503 when it comes). */
-  unread: number;
+  /**
+   * Requests that reached the server after draining began: read since (answered 503, or being answered),
+   * or waiting in connections accepted whose first request is not read yet.
+   */
+  arriving: number;
   /** Since draining started: requests answered (they had begun before, or are probes). */
   answered: number;
   /** Since draining started: requests refused with 503 SHUTTING_DOWN. */
@@ -168,6 +171,10 @@ export class HttpDrain {
   private readonly server: Server;
   private readonly sockets = new Map<Socket, ConnectionState>();
   private accepted = 0;
+  /** Requests that began before draining, still running. */
+  private early = 0;
+  /** Requests that began while draining. */
+  private late = 0;
   private graceOver = false;
   private stopping = false;
   private counts = { answered: 0, refused: 0, cutOff: 0, lost: 0, closedIdle: 0 };
@@ -186,6 +193,8 @@ export class HttpDrain {
     server.on("request", (request: IncomingMessage, response: ServerResponse) => {
       const state = this.sockets.get(request.socket);
       const beganDraining = this.drain.isDraining;
+      if (beganDraining) this.late++;
+      else this.early++;
       if (state) state.active++;
       this.drain.begin();
       response.once("close", () => {
@@ -193,6 +202,7 @@ export class HttpDrain {
           state.active--;
           state.served++;
         }
+        if (!beganDraining) this.early--;
         if (this.drain.isDraining && !this.stopping) {
           if (!response.writableFinished) this.counts.lost++;
           else if (beganDraining && response.statusCode === 503) this.counts.refused++;
@@ -214,7 +224,7 @@ export class HttpDrain {
   }
 
   private progress(stage: ShutdownProgress["stage"]): ShutdownProgress {
-    return { stage, inFlight: this.drain.inFlight, unread: this.unread().length, ...this.counts };
+    return { stage, inFlight: this.early, arriving: this.late + this.unread().length, ...this.counts };
   }
 
   /** Closes the connections where no request is running and none has been read yet (see `shutdown`). */
@@ -250,7 +260,7 @@ export class HttpDrain {
     this.server.closeIdleConnections = () => {};
     const closed = new Promise<void>((done) => this.server.close(() => done()));
     this.server.closeIdleConnections = closeIdleConnections;
-    const atStart = this.drain.inFlight;
+    const atStart = this.early;
     reportStart?.(this.progress("listening-stopped"));
     // Requests already in the sockets are read in the next poll phase; what is still idle after it is not
     // sending anything now.
@@ -274,7 +284,7 @@ export class HttpDrain {
     for (const socket of this.sockets.keys()) socket.destroy();
     this.server.closeAllConnections?.();
     await closed;
-    return { drained, atStart, progress: { ...progress, inFlight: 0, unread: 0 } };
+    return { drained, atStart, progress };
   }
 }
 

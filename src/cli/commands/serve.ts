@@ -310,8 +310,8 @@ the start-up lines and GET /health say whether it is on and with which model.
           const started = (progress: ShutdownProgress) => {
             if (progress.stage !== "listening-stopped") return;
             const unread =
-              progress.unread > 0
-                ? `; ${progress.unread} connection(s) accepted whose request is not read yet get 503 SHUTTING_DOWN`
+              progress.arriving > 0
+                ? `; ${progress.arriving} request(s) that arrived meanwhile get 503 SHUTTING_DOWN`
                 : "";
             io.stderr.write(
               `terrarium: ${signal}: no new connections; ${progress.inFlight} request(s) in flight, waiting up to ${options.drainTimeout}s${unread}\n`,
