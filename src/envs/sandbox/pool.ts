@@ -35,6 +35,11 @@ import type { HostAnswer, HostCall, RunMessage, SandboxWorkerData, WorkerMessage
  * stops the guest itself at the limit (QuickJS's interrupt handler); should it not answer within
  * `graceMs` after the limit (a thread starved of CPU, a stall inside the engine), the host terminates the
  * worker, answers the call with the time-limit error and starts a replacement when one is needed.
+ *
+ * Engine failures. A worker whose engine failed during a call (an abort, a WebAssembly trap) is replaced
+ * at once rather than reused; a worker that crashed or exited is dropped and replaced on demand. The
+ * engine's own text travels to the host only as the call's outcome, and quickjs.ts logs it instead of
+ * showing it to the caller.
  */
 
 export interface SandboxPoolOptions {
@@ -48,6 +53,8 @@ export interface SandboxPoolOptions {
   graceMs?: number;
   /** Workers beyond `size` stop after this long without work (default 5000 ms). */
   idleMs?: number;
+  /** Where the reason the engine could not start is logged (default: stderr); callers get a generic error. */
+  log?: (line: string) => void;
 }
 
 export interface SandboxPoolStats {
@@ -56,6 +63,8 @@ export interface SandboxPoolStats {
   queued: number;
   /** Workers terminated because they did not answer in time. */
   terminated: number;
+  /** Workers replaced because the engine failed inside them (its state could no longer be trusted). */
+  retired: number;
   /** Workers started since the pool was made. */
   started: number;
 }
@@ -85,10 +94,12 @@ export class SandboxPool {
   private readonly slowAfterMs: number;
   private readonly graceMs: number;
   private readonly idleMs: number;
+  private readonly log: (line: string) => void;
   private readonly slots = new Set<Slot>();
   private readonly queue: Job[] = [];
   private nextJobId = 1;
   private terminated = 0;
+  private retired = 0;
   private started = 0;
   private closed = false;
   private warming: Promise<void> | undefined;
@@ -108,6 +119,7 @@ export class SandboxPool {
     this.slowAfterMs = nonNegative("slowAfterMs", options.slowAfterMs ?? 50);
     this.graceMs = nonNegative("graceMs", options.graceMs ?? 500);
     this.idleMs = nonNegative("idleMs", options.idleMs ?? 5000);
+    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
   }
 
   /** Runs one tool call in a worker. Never rejects for anything the guest does. */
@@ -140,7 +152,9 @@ export class SandboxPool {
     });
     if (outcome.kind !== "returned") {
       const detail = outcome.kind === "stopped" ? (outcome.detail ?? outcome.reason) : outcome.kind;
-      throw new TerrariumError("INTERNAL", `the QuickJS sandbox could not start: ${detail}`);
+      // The engine's own words are for the operator's log, not for whoever asked for a session.
+      this.log(`terrarium: sandbox: the QuickJS sandbox could not start: ${detail}`);
+      throw new TerrariumError("INTERNAL", "the QuickJS sandbox could not start (the server's log says why)");
     }
   }
 
@@ -152,6 +166,7 @@ export class SandboxPool {
       busy,
       queued: this.queue.length,
       terminated: this.terminated,
+      retired: this.retired,
       started: this.started,
     };
   }
@@ -254,9 +269,20 @@ export class SandboxPool {
     this.pump();
   }
 
-  private finish(slot: Slot, id: number, outcome: GuestOutcome): void {
+  private finish(slot: Slot, id: number, outcome: GuestOutcome, broken = false): void {
     const job = slot.job;
     if (!job || id !== slot.jobId) return;
+    if (broken) {
+      // The engine failed inside this worker (an abort, a trap): whatever it left behind in the thread
+      // is not trusted with another call. A fresh worker takes its place before the next call is handed out.
+      this.retired++;
+      this.drop(slot);
+      void slot.worker.terminate();
+      if (!this.closed && this.slots.size < this.size) this.spawn();
+      job.resolve(outcome);
+      this.pump();
+      return;
+    }
     this.clearTimers(slot);
     slot.job = undefined;
     slot.slow = false;
@@ -311,7 +337,8 @@ export class SandboxPool {
         if (slot.job) this.start(slot);
         this.pump();
       } else if (message.type === "done") {
-        this.finish(slot, message.id, classify(message.raw));
+        const broken = message.raw.kind === "failed" && message.raw.reason === "engine";
+        this.finish(slot, message.id, classify(message.raw), broken);
       } else if (message.type === "broken") {
         this.fail(slot, `the QuickJS engine could not load: ${message.message}`);
       }

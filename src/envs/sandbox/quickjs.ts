@@ -56,6 +56,11 @@ export interface SandboxOptions {
   file?: string;
   /** The worker pool that runs the calls (default: the process's pool, see sandboxPool()). */
   pool?: SandboxPool;
+  /**
+   * Where failures of the QuickJS engine itself are logged, one line each (default: stderr). Callers get
+   * a generic message instead: the engine's own text (assertions, WebAssembly traps) is for operators.
+   */
+  log?: (line: string) => void;
 }
 
 export const DEFAULT_TIME_LIMIT_MS = 1000;
@@ -109,6 +114,9 @@ export function defineSandboxedEnvironment(
   const parsed = readDescriptor(descriptor, options.file);
   const limits = readLimits(options);
   const pool = () => options.pool ?? sandboxPool();
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const report = (tool: string, what: string, detail: string) =>
+    log(`terrarium: sandbox: ${parsed.name}.${tool}: ${what}: ${detail}`);
   const tools: Record<string, ToolImplementation<JsonObject>> = Object.fromEntries(
     parsed.tools.map((tool) => [
       tool.name,
@@ -117,7 +125,7 @@ export function defineSandboxedEnvironment(
         ...(tool.input !== undefined ? { input: tool.input } : {}),
         ...(tool.output !== undefined ? { output: tool.output } : {}),
         effect: tool.effect,
-        run: sandboxedRun(tool, limits, pool),
+        run: sandboxedRun(tool, limits, pool, report),
       },
     ]),
   );
@@ -173,7 +181,15 @@ class SandboxedInstance implements EnvironmentInstance {
   }
 }
 
-function sandboxedRun(tool: SandboxedToolDescriptor, limits: GuestLimits, pool: () => SandboxPool) {
+/** Logs a failure of the engine: the tool's name, what failed, and the engine's own text. */
+type Report = (tool: string, what: string, detail: string) => void;
+
+function sandboxedRun(
+  tool: SandboxedToolDescriptor,
+  limits: GuestLimits,
+  pool: () => SandboxPool,
+  report: Report,
+) {
   return async ({ state, args, clock, now, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
     const outcome = await pool().run(
       { code: tool.code, input: JSON.stringify({ state, args }) },
@@ -185,12 +201,40 @@ function sandboxedRun(tool: SandboxedToolDescriptor, limits: GuestLimits, pool: 
       },
       limits,
     );
-    return settle(outcome, state, limits);
+    return settle(outcome, state, limits, (what, detail) => report(tool.name, what, detail));
   };
 }
 
+/**
+ * Text from inside the engine rather than from the tool: quickjs-emscripten's errors (QuickJSUseAfterFree,
+ * lifetime errors) and WebAssembly traps (RuntimeError) reach the guest as ordinary exceptions when they
+ * happen in a host call, and an Emscripten abort names QuickJS's C source. Matched at the start of the
+ * message where a name is, so a tool's own "Error: Assertion failed: ..." still reaches its caller.
+ */
+const ENGINE_TEXT =
+  /^(?:RuntimeError|ExitStatus|QuickJS[A-Z]\w*)\b|Aborted\(|Lifetime not alive|quickjs\.c\b/;
+
+/** The message callers get when the engine itself failed; the engine's text goes to the log. */
+export const SANDBOX_FAILED =
+  "the tool's sandbox failed while running it and was restarted; the call changed nothing";
+
 /** Turns what the guest did into what defineEnvironment expects: a result, or an exception. */
-function settle(outcome: GuestOutcome, draft: JsonObject, limits: GuestLimits): unknown {
+function settle(
+  outcome: GuestOutcome,
+  draft: JsonObject,
+  limits: GuestLimits,
+  report: (what: string, detail: string) => void,
+): unknown {
+  const engineFailed = outcome.kind === "stopped" && outcome.reason === "engine";
+  const engineText =
+    outcome.kind === "raised" ? outcome.message : outcome.kind === "stopped" ? outcome.detail : undefined;
+  if (engineFailed || (engineText !== undefined && ENGINE_TEXT.test(engineText))) {
+    report(
+      engineFailed ? "the QuickJS engine failed" : "engine text in the tool's outcome",
+      engineText || "(no detail)",
+    );
+    throw new ToolFailure(SANDBOX_FAILED, { code: "INTERNAL" });
+  }
   switch (outcome.kind) {
     case "returned":
       if (!isPlainObject(outcome.state)) {
@@ -230,7 +274,7 @@ function stopMessage(outcome: Extract<GuestOutcome, { kind: "stopped" }>, limits
     case "bad-output":
       return `the sandbox could not read what the tool did: ${detail}`;
     case "engine":
-      return `the sandbox failed while running the tool and was restarted: ${detail}`;
+      return SANDBOX_FAILED; // settle answers these before (and logs the engine's text)
   }
 }
 
