@@ -2,11 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
 /**
- * Graceful shutdown: the requests a server is answering, and waiting for them to finish. `startServer`
+ * Graceful shutdown: the requests a server is answering, and waiting for them to finish. `HttpDrain`
  * counts requests at the HTTP server (from the request until its response is written out, which is later
- * than the app's handler returning). Once draining starts, the app refuses requests that arrive on
- * connections still open with 503 (a load balancer retries them on another replica) and its answers carry
- * `Connection: close`, so no client reuses a connection of a server that is going away.
+ * than the app's handler returning), and the connections whose request is not read yet. Once draining
+ * starts, the app refuses requests that arrive on connections still open with 503 (a load balancer retries
+ * them on another replica) and its answers carry `Connection: close`, so no client reuses a connection of
+ * a server that is going away.
  */
 export class Drain {
   private active = 0;
@@ -230,7 +231,7 @@ export class HttpDrain {
   /** Closes the connections where no request is running and none has been read yet (see `shutdown`). */
   private closeIdle(which: "keep-alive" | "all"): void {
     for (const [socket, state] of this.sockets)
-      if (state.active === 0 && (which === "all" || state.served > 0) && !socket.writableEnded) {
+      if (state.active === 0 && (which === "all" || state.served > 0) && !ending(socket)) {
         this.counts.closedIdle++;
         socket.destroy();
       }
@@ -280,12 +281,21 @@ export class HttpDrain {
     clearTimeout(grace);
     this.counts.cutOff = drained ? 0 : this.drain.inFlight;
     this.stopping = true;
+    // Connections still silent (the drain timeout was shorter than the grace, or a second signal) are
+    // closed with the rest; they count as idle, not as cut-off requests.
+    for (const [socket, state] of this.sockets)
+      if (state.active === 0 && !ending(socket)) this.counts.closedIdle++;
     const progress = this.progress("drained");
     for (const socket of this.sockets.keys()) socket.destroy();
     this.server.closeAllConnections?.();
     await closed;
     return { drained, atStart, progress };
   }
+}
+
+/** Closed or closing already (after a `Connection: close` answer, or by us). */
+function ending(socket: Socket): boolean {
+  return socket.destroyed || socket.writableEnded;
 }
 
 /** Resolves in the check phase of the event loop's next turn (after its poll phase). */
