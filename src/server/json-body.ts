@@ -1,8 +1,10 @@
 import { TerrariumError } from "../core/errors.js";
+import { DEFAULT_MAX_JSON_DEPTH } from "../core/json-limits.js";
 import { formatPointer } from "../core/json-pointer.js";
 
-/** How deeply a request body may nest arrays and objects, unless the app is configured otherwise. */
-export const DEFAULT_MAX_JSON_DEPTH = 256;
+/** How deeply a request body may nest arrays and objects, unless the app is configured otherwise: the
+ * engine's limit too, so that every stored session exports and imports back. */
+export { DEFAULT_MAX_JSON_DEPTH };
 
 /**
  * Parses a request body as JSON and refuses what `JSON.parse` accepts but terrarium could not keep
