@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TerrariumError } from "../../src/core/errors.js";
 import { bank } from "../../src/envs/corpus/bank.js";
-import { actionMatches, scoreSession, scoreTrajectory } from "../../src/rl/rewards/index.js";
+import { actionMatches, scoreExport, scoreSession, scoreTrajectory } from "../../src/rl/rewards/index.js";
 import { engineForEnvironment, loadTasks, parseTasks, startTaskEpisode } from "../../src/rl/tasks/index.js";
 
 function errorOf(run: () => unknown): TerrariumError {
@@ -138,6 +138,20 @@ describe("checks", () => {
         breakdown: { db: 1, state: 1, actions: 1 },
         actions: [true],
       });
+      // The same episode rescored from its export, with no engine, and with other checks.
+      const exported = JSON.parse(JSON.stringify(await engine.exportSession(good.sessionId)));
+      expect(await scoreExport({ exported, environment: bank, task })).toMatchObject({
+        reward: 1,
+        breakdown: { db: 1, state: 1, actions: 1 },
+      });
+      const strict = { ...task, expected: { ...task.expected, state: { stats: { transfer_count: 1 } } } };
+      expect(await scoreExport({ exported, environment: bank, task: strict })).toMatchObject({
+        reward: 0,
+        breakdown: { db: 1, state: 0, actions: 1 },
+      });
+      await expect(
+        scoreExport({ exported: { ...exported, snapshots: [] }, environment: bank, task }),
+      ).rejects.toThrow("a session export needs snapshots");
       const wrong = await startTaskEpisode({ engine, environment: bank, task });
       await engine.call(wrong.sessionId, { name: "freeze_account", arguments: { account_id: "ACC-1002" } });
       expect(

@@ -1,7 +1,8 @@
 import { canonicalJson, hashJson } from "../../core/canonical-json.js";
+import { TerrariumError } from "../../core/errors.js";
 import { tau2RetailDbHash } from "../../envs/corpus/tau2-hash.js";
 import type { Environment } from "../../envs/types.js";
-import type { Engine } from "../../sim/engine.js";
+import type { Engine, SessionExport } from "../../sim/engine.js";
 import type { CheckName, ExpectedAction, RlTask } from "../tasks/index.js";
 import { taskInitialState } from "../tasks/index.js";
 
@@ -207,6 +208,47 @@ export async function scoreSession(options: {
     task: options.task,
     environment: options.environment,
     finalState: await options.engine.state(options.sessionId),
+    calls,
+    ...(options.messages ? { messages: options.messages } : {}),
+    ...(options.judge ? { judge: options.judge } : {}),
+    ...(options.prematureTermination !== undefined
+      ? { prematureTermination: options.prematureTermination }
+      : {}),
+  });
+}
+
+/** Scores a session export (`GET /sessions/:id/export`) without an engine: its last snapshot and its history. */
+export async function scoreExport(options: {
+  exported: SessionExport;
+  environment: Environment;
+  task: RlTask;
+  messages?: EpisodeMessage[];
+  judge?: Judge;
+  prematureTermination?: string;
+  ignoreTools?: string[];
+}): Promise<RewardResult> {
+  const { exported } = options;
+  if (
+    typeof exported !== "object" ||
+    exported === null ||
+    !Array.isArray(exported.snapshots) ||
+    exported.snapshots.length === 0 ||
+    !Array.isArray(exported.history)
+  )
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      "a session export needs snapshots (at least one) and a history",
+    );
+  let last = exported.snapshots[0] as SessionExport["snapshots"][number];
+  for (const snapshot of exported.snapshots) if (snapshot.index > last.index) last = snapshot;
+  const ignore = new Set(options.ignoreTools ?? []);
+  const calls = exported.history
+    .map((entry) => ({ name: entry.request?.name, arguments: entry.request?.arguments }))
+    .filter((call): call is AgentCall => typeof call.name === "string" && !ignore.has(call.name));
+  return scoreTrajectory({
+    task: options.task,
+    environment: options.environment,
+    finalState: last.state,
     calls,
     ...(options.messages ? { messages: options.messages } : {}),
     ...(options.judge ? { judge: options.judge } : {}),
