@@ -15,6 +15,10 @@ import type { McpHttpOptions } from "../mcp/server.js";
 import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
 import { UsageLedger, type UsageRecord } from "../models/usage.js";
+import { plainWorldSource } from "../rl/openenv/plain.js";
+import { type OpenEnvOptions, OpenEnvServer } from "../rl/openenv/server.js";
+import type { EpisodeSource } from "../rl/openenv/types.js";
+import { attachOpenEnvWebSocket } from "../rl/openenv/ws.js";
 import { openStore } from "../sessions/open-store.js";
 import { bootstrapState } from "../sim/bootstrap.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
@@ -79,6 +83,8 @@ export interface ServeOptions {
   quotas?: Partial<TokenQuotas>;
   /** The MCP endpoint's limits: live sessions in all and per token, idle time. */
   mcp?: Omit<McpHttpOptions, "quotas" | "version">;
+  /** OpenEnv at /openenv/ws: capacity, idle timeout, step limit, and where episodes come from (a plain world by default). */
+  openenv?: Omit<OpenEnvOptions, "source"> & { source?: EpisodeSource };
 }
 
 /** What `buildEngine` made: the engine and what the server around it needs to know. */
@@ -396,6 +402,8 @@ export async function startServer(options: ServeOptions): Promise<{
   metrics: ServerMetrics;
   /** Requests being answered now. */
   inFlight: () => number;
+  /** The OpenEnv episodes (WebSocket /openenv/ws). */
+  openenv: OpenEnvServer;
   /**
    * Graceful shutdown; called again while draining with `drainTimeoutMs: 0`, it stops waiting. `progress`
    * is told once the listener is closed and once the drain is over (see `HttpDrain`).
@@ -412,6 +420,10 @@ export async function startServer(options: ServeOptions): Promise<{
   const closeModels = () => (models && models !== options.models ? models.close() : Promise.resolve());
   const metrics = new ServerMetrics({ processMetrics: true });
   const inFlight = new Drain();
+  const openenv = new OpenEnvServer(engine, {
+    ...options.openenv,
+    source: options.openenv?.source ?? plainWorldSource(engine),
+  });
   const app = createApp(engine, {
     profile,
     apiNames,
@@ -460,6 +472,8 @@ export async function startServer(options: ServeOptions): Promise<{
         drainTimeoutMs: number,
         progress?: (progress: ShutdownProgress) => void,
       ): Promise<ShutdownReport> => {
+        await detachOpenEnv();
+        await openenv.close();
         const { drained, atStart, progress: done } = await http.shutdown(drainTimeoutMs, progress);
         progress?.(done);
         metrics.dispose();
@@ -474,6 +488,7 @@ export async function startServer(options: ServeOptions): Promise<{
         profile,
         metrics,
         inFlight: () => inFlight.inFlight,
+        openenv,
         close: (closeOptions = {}) => {
           const timeout =
             closeOptions.drainTimeoutMs ?? options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_SECONDS * 1000;
@@ -489,6 +504,9 @@ export async function startServer(options: ServeOptions): Promise<{
     // Connections and requests are counted from the start (see HttpDrain); idle connections outlive a load
     // balancer's own idle timeout.
     const http = new HttpDrain(server as Server, inFlight);
+    const detachOpenEnv = attachOpenEnvWebSocket(server as Server, openenv, {
+      ...(options.tokens ? { tokens: options.tokens } : {}),
+    });
     setKeepAlive(server as Server, keepAliveTimeoutMs);
     // Listening can fail (port taken, no permission, unknown address): one sentence, and nothing left open.
     const failed = (error: NodeJS.ErrnoException) => {

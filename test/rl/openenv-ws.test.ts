@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { startServer } from "../../src/server/index.js";
+
+/** OpenEnv over a real WebSocket at /openenv/ws of `startServer`: a round trip, tokens, capacity. */
+type Started = Awaited<ReturnType<typeof startServer>>;
+let open: Started;
+let secured: Started;
+let small: Started;
+beforeAll(async () => {
+  [open, secured, small] = await Promise.all([
+    startServer({ sources: ["bank"], port: 0, seed: "1" }),
+    startServer({ sources: ["bank"], port: 0, tokens: ["alpha"] }),
+    startServer({ sources: ["bank"], port: 0, openenv: { maxEpisodes: 1 } }),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([open.close(), secured.close(), small.close()]);
+});
+
+/** A client that reads answers in order (messages that come before they are asked for wait in a queue). */
+class Client {
+  private readonly queue: unknown[] = [];
+  private waiting: Array<(value: unknown) => void> = [];
+  readonly closed: Promise<number>;
+  constructor(readonly ws: WebSocket) {
+    ws.on("message", (raw) => {
+      const value = JSON.parse(raw.toString());
+      const next = this.waiting.shift();
+      if (next) next(value);
+      else this.queue.push(value);
+    });
+    this.closed = new Promise((resolve) => ws.once("close", (code) => resolve(code)));
+  }
+  static connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
+    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/openenv/ws`, { headers });
+    const client = new Client(ws);
+    return new Promise((resolve, reject) => {
+      ws.once("open", () => resolve(client));
+      ws.once("error", reject);
+    });
+  }
+  next(): Promise<any> {
+    if (this.queue.length > 0) return Promise.resolve(this.queue.shift());
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+  ask(message: unknown): Promise<any> {
+    this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
+    return this.next();
+  }
+}
+
+describe("/openenv/ws", () => {
+  it("reset, list_tools, call_tool valid and invalid, state, error, close", async () => {
+    const client = await Client.connect(open.url);
+    const reset = await client.ask({ type: "reset", data: { seed: 3, episode_id: "ws-1" } });
+    expect(reset.type).toBe("observation");
+    expect(reset.data).toMatchObject({
+      reward: null,
+      done: false,
+      observation: { metadata: { episode_id: "ws-1" } },
+    });
+    const sessionId = reset.data.observation.metadata.session_id as string;
+
+    const listed = await client.ask({ type: "step", data: { type: "list_tools" } });
+    expect(listed.data.observation.tools.map((t: { name: string }) => t.name)).toContain("transfer");
+
+    const valid = await client.ask({
+      type: "step",
+      data: {
+        type: "call_tool",
+        tool_name: "transfer",
+        arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: 100 },
+      },
+    });
+    expect(valid.data.observation).toMatchObject({
+      tool_name: "transfer",
+      error: null,
+      metadata: { status: "ok" },
+    });
+    const invalid = await client.ask({
+      type: "step",
+      data: { type: "call_tool", tool_name: "transfer", arguments: { from_account: "ACC-1001", amount: 0 } },
+    });
+    expect(invalid.type).toBe("observation");
+    expect(invalid.data.observation.error.error_type).toBe("invalid_args");
+
+    const state = await client.ask({ type: "state" });
+    expect(state).toEqual({
+      type: "state",
+      data: { episode_id: "ws-1", step_count: 3, session_id: sessionId, done: false },
+    });
+    expect(await client.ask("{bad")).toMatchObject({ type: "error", data: { code: "INVALID_JSON" } });
+    expect(await client.ask({ type: "nope" })).toMatchObject({
+      type: "error",
+      data: { code: "UNKNOWN_TYPE" },
+    });
+
+    // The episode is an engine session like any other: the transfer is in its state.
+    const world = (await open.engine.state(sessionId)) as { accounts: Record<string, { balance: number }> };
+    expect(world.accounts["ACC-1002"]?.balance).toBe(220.5);
+
+    client.ws.send(JSON.stringify({ type: "close" }));
+    expect(await client.closed).toBe(1000);
+    expect(open.openenv.active).toBe(0);
+  });
+
+  it("the upgrade needs an accepted bearer token when tokens are set", async () => {
+    const refused = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(`${secured.url.replace(/^http/, "ws")}/openenv/ws`);
+      ws.on("error", () => undefined);
+      ws.once("unexpected-response", (request, response) => {
+        resolve(response.statusCode ?? 0);
+        request.destroy();
+      });
+      ws.once("open", () => reject(new Error("opened without a token")));
+    });
+    expect(refused).toBe(401);
+    const wrong = await Client.connect(secured.url, { authorization: "Bearer beta" }).catch(
+      (error: Error) => error,
+    );
+    expect(wrong).toBeInstanceOf(Error);
+    const client = await Client.connect(secured.url, { authorization: "Bearer alpha" });
+    const reset = await client.ask({ type: "reset" });
+    const sessionId = reset.data.observation.metadata.session_id as string;
+    // Created under the token, so the token's REST routes see (and can export) it.
+    expect((await secured.engine.session(sessionId)).owner).toMatch(/^[0-9a-f]{32}$/);
+    client.ws.close();
+    await client.closed;
+  });
+
+  it("a connection past capacity gets CAPACITY_REACHED and is closed", async () => {
+    const first = await Client.connect(small.url);
+    expect((await first.ask({ type: "reset" })).type).toBe("observation");
+    const second = await Client.connect(small.url);
+    expect(await second.next()).toMatchObject({
+      type: "error",
+      data: { code: "CAPACITY_REACHED", active_sessions: 1, max_sessions: 1 },
+    });
+    expect(await second.closed).toBe(1013);
+    first.ws.close();
+    await first.closed;
+  });
+});
