@@ -347,7 +347,8 @@ describe("HTTP routes", () => {
   function app(made: OpenEnvServer): Hono<Env> {
     const hono = new Hono<Env>();
     hono.use("*", async (c, next) => {
-      c.set("owner", undefined);
+      // Stands for the token check: the owner the app's auth middleware would set.
+      c.set("owner", c.req.header("x-test-owner"));
       c.set("maxDepth", 256);
       c.set("bodyError", undefined);
       c.set("body", c.req.raw.body ? await c.req.text() : undefined);
@@ -436,7 +437,20 @@ describe("HTTP routes", () => {
       post({ action: { type: "list_tools" }, episode_id: "nope" }),
     );
     expect(unknown.status).toBe(404);
-    expect((await http.request("/openenv/reset", post({}))).status).toBe(200);
+    // Another caller's episode looks like a missing one.
+    const mine = await http.request("/openenv/reset", {
+      ...post({ episode_id: "owned" }),
+      headers: { "content-type": "application/json", "x-test-owner": "alice" },
+    });
+    expect(mine.status).toBe(200);
+    const theirs = await http.request("/openenv/state?episode_id=owned", {
+      headers: { "x-test-owner": "bob" },
+    });
+    expect(theirs.status).toBe(404);
+    const alice = await http.request("/openenv/state?episode_id=owned", {
+      headers: { "x-test-owner": "alice" },
+    });
+    expect(await alice.json()).toMatchObject({ episode_id: "owned" });
     const full = await http.request("/openenv/reset", post({}));
     expect(full.status).toBe(503);
     expect(await full.json()).toMatchObject({ code: "CAPACITY_REACHED", max_sessions: 1 });

@@ -43,10 +43,16 @@ function body(c: AppContext, server: OpenEnvServer, optional: boolean): Record<s
   return value as Record<string, unknown>;
 }
 
+/** Where an HTTP episode is kept: by its caller's token hash and its id. */
+function episodeKey(owner: string | undefined, id: string): string {
+  return `${owner ?? ""}\u0000${id}`;
+}
+
 /** The HTTP episode a request names (`episode_id`), if it is the caller's. */
 function held(server: OpenEnvServer, c: AppContext, id: unknown): OpenEnvSession | undefined {
   if (id === undefined || id === null) return undefined;
-  const session = typeof id === "string" ? server.httpEpisodes.get(id) : undefined;
+  const session =
+    typeof id === "string" ? server.httpEpisodes.get(episodeKey(c.get("owner"), id)) : undefined;
   if (!session || session.isClosed || session.owner !== c.get("owner"))
     throw new OpenEnvError("EXECUTION_ERROR", `there is no open HTTP episode ${String(id).slice(0, 80)}`, {
       status: 404,
@@ -106,7 +112,12 @@ export function openEnvRoutes(server: OpenEnvServer, prefix = "/openenv"): Route
         const session = server.open(c.get("owner"));
         try {
           const result = await session.reset(data);
-          server.httpEpisodes.set(session.episodeId as string, session);
+          // The same caller's reset with an episode id it already holds replaces that episode (its
+          // engine session stays); other callers' ids never meet (the key holds the owner).
+          const key = episodeKey(c.get("owner"), session.episodeId as string);
+          const previous = server.httpEpisodes.get(key);
+          if (previous) await previous.close();
+          server.httpEpisodes.set(key, session);
           return jsonResponse(200, result);
         } catch (error) {
           await session.close();
