@@ -7,15 +7,17 @@ type Started = Awaited<ReturnType<typeof startServer>>;
 let open: Started;
 let secured: Started;
 let small: Started;
+let impatient: Started;
 beforeAll(async () => {
-  [open, secured, small] = await Promise.all([
+  [open, secured, small, impatient] = await Promise.all([
     startServer({ sources: ["bank"], port: 0, seed: "1" }),
     startServer({ sources: ["bank"], port: 0, tokens: ["alpha"] }),
     startServer({ sources: ["bank"], port: 0, openenv: { maxEpisodes: 1 } }),
+    startServer({ sources: ["bank"], port: 0, openenv: { idleTimeoutMs: 200 } }),
   ]);
 });
 afterAll(async () => {
-  await Promise.all([open.close(), secured.close(), small.close()]);
+  await Promise.all([open.close(), secured.close(), small.close(), impatient.close()]);
 });
 
 /** A client that reads answers in order (messages that come before they are asked for wait in a queue). */
@@ -140,5 +142,14 @@ describe("/openenv/ws", () => {
     expect(await second.closed).toBe(1013);
     first.ws.close();
     await first.closed;
+  });
+
+  it("an idle connection is closed and its engine session deleted", async () => {
+    const client = await Client.connect(impatient.url);
+    const reset = await client.ask({ type: "reset" });
+    const sessionId = reset.data.observation.metadata.session_id as string;
+    expect(await client.closed).toBe(1000);
+    expect(impatient.openenv.active).toBe(0);
+    await expect(impatient.engine.session(sessionId)).rejects.toMatchObject({ code: "UNKNOWN_SESSION" });
   });
 });
