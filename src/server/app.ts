@@ -6,6 +6,8 @@ import { setOwn } from "../core/immutable-json.js";
 import { readBodyText } from "../mcp/messages.js";
 import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
 import type { UsageLedger } from "../models/usage.js";
+import { openEnvRoutes } from "../rl/openenv/http.js";
+import type { OpenEnvServer } from "../rl/openenv/server.js";
 import type { Engine } from "../sim/engine.js";
 import type { StateUpdate, StateUpdateRequest } from "../sim/state-updater.js";
 import {
@@ -50,6 +52,8 @@ export interface AppOptions {
   mcp?: McpHttpOptions;
   /** Per-token caps on stored sessions and replays in flight (defaults in quotas.ts); MCP's caps are in `mcp`. */
   quotas?: Partial<TokenQuotas>;
+  /** OpenEnv episodes: their HTTP routes are served under /openenv (the WebSocket is attached by startServer). */
+  openenv?: OpenEnvServer;
   /** Model usage: a session's calls (Gecko's /get-session-llm-usage) and how many there were in all. */
   usage?: { forSession: (sessionId: string) => UsageEvent[]; count: () => number };
   /** Builds a state with a model for Gecko's bootstrap_mode auto/force (absent: states are stored as given). */
@@ -493,6 +497,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
       },
       handle: mcpHandle,
     });
+  if (options.openenv) own.push(...openEnvRoutes(options.openenv));
   for (const route of own) table.add(route);
 
   // --- every tool at its routes (Gecko clients call these with X-Session-ID) -------------------------

@@ -430,6 +430,7 @@ export async function startServer(options: ServeOptions): Promise<{
     usage,
     metrics,
     drain: inFlight,
+    openenv,
     ...(options.quotas ? { quotas: options.quotas } : {}),
     ...(options.mcp ? { mcp: options.mcp } : {}),
     ...(models ? { ledger: models.ledger } : {}),

@@ -375,6 +375,13 @@ const SCENARIOS: Record<string, Scenario> = {
   "GET /livez 200": { path: "/livez" },
   "GET /readyz 200": { path: "/readyz" },
   "GET /readyz 503": { base: () => notReady.url, path: "/readyz" },
+  "POST /openenv/reset 200": { path: "/openenv/reset", body: { episode_id: "docs" } },
+  "POST /openenv/step 200": { path: "/openenv/step", body: { action: { type: "list_tools" } } },
+  "GET /openenv/state 200": { path: "/openenv/state" },
+  "GET /openenv/schema 200": { path: "/openenv/schema" },
+  "GET /openenv/metadata 200": { path: "/openenv/metadata" },
+  "GET /openenv/health 200": { path: "/openenv/health" },
+  "POST /openenv/mcp 200": { path: "/openenv/mcp", body: { jsonrpc: "2.0", id: 1, method: "tools/list" } },
   "POST /mcp 200": { path: "/mcp", body: MCP_INIT, headers: () => MCP_HEADERS },
   "POST /mcp 400": {
     path: "/mcp",

@@ -103,7 +103,17 @@ export function openEnvRoutes(server: OpenEnvServer, prefix = "/openenv"): Route
       path: `${prefix}/reset`,
       group: "terrarium",
       summary: "OpenEnv: start an episode held for HTTP (ResetResponse)",
-      requestBody: { required: false, schema: object },
+      requestBody: {
+        required: false,
+        schema: {
+          type: "object",
+          properties: {
+            seed: { type: "integer" },
+            episode_id: { type: "string" },
+            task_id: { type: "string" },
+          },
+        },
+      },
       responses: {
         "200": { description: "The first observation, reward null, done false.", schema: object },
       },
@@ -130,7 +140,19 @@ export function openEnvRoutes(server: OpenEnvServer, prefix = "/openenv"): Route
       path: `${prefix}/step`,
       group: "terrarium",
       summary: "OpenEnv: one action (StepResponse)",
-      requestBody: { required: true, schema: object },
+      requestBody: {
+        required: true,
+        schema: {
+          type: "object",
+          properties: {
+            action: { type: "object" },
+            episode_id: { type: "string" },
+            timeout_s: { type: "number" },
+            request_id: { type: "string" },
+          },
+          required: ["action"],
+        },
+      },
       responses: { "200": { description: "The observation, reward and done.", schema: object } },
       handle: guarded(async (c) => {
         const request = body(c, server, false);
@@ -191,7 +213,19 @@ export function openEnvRoutes(server: OpenEnvServer, prefix = "/openenv"): Route
       path: `${prefix}/mcp`,
       group: "terrarium",
       summary: "OpenEnv: MCP JSON-RPC (tools/list, tools/call)",
-      requestBody: { required: true, schema: object },
+      requestBody: {
+        required: true,
+        schema: {
+          type: "object",
+          properties: {
+            jsonrpc: { const: "2.0" },
+            id: {},
+            method: { type: "string" },
+            params: { type: "object" },
+          },
+          required: ["jsonrpc", "method"],
+        },
+      },
       responses: { "200": { description: "A JSON-RPC answer.", schema: object } },
       handle: async (c) => {
         let request: Record<string, unknown>;
