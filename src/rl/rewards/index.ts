@@ -187,47 +187,26 @@ export async function scoreTrajectory(input: ScoreInput): Promise<RewardResult> 
   return result;
 }
 
-/** Scores an engine session: its history's calls and its current state. */
-export async function scoreSession(options: {
-  engine: Engine;
-  sessionId: string;
-  environment: Environment;
-  task: RlTask;
-  messages?: EpisodeMessage[];
-  judge?: Judge;
-  prematureTermination?: string;
+/** What scoring a stored episode needs besides its calls and final state. */
+export type StoredEpisodeScoring = Omit<ScoreInput, "finalState" | "calls"> & {
   /** Tool names that are not calls on the world (e.g. `finish`): left out of the action check. */
   ignoreTools?: string[];
-}): Promise<RewardResult> {
-  const ignore = new Set(options.ignoreTools ?? []);
-  const history = await options.engine.history(options.sessionId);
-  const calls = history
-    .map((entry) => ({ name: entry.request.name, arguments: entry.request.arguments }))
-    .filter((call) => !ignore.has(call.name));
-  return scoreTrajectory({
-    task: options.task,
-    environment: options.environment,
-    finalState: await options.engine.state(options.sessionId),
-    calls,
-    ...(options.messages ? { messages: options.messages } : {}),
-    ...(options.judge ? { judge: options.judge } : {}),
-    ...(options.prematureTermination !== undefined
-      ? { prematureTermination: options.prematureTermination }
-      : {}),
-  });
+};
+
+/** Scores an engine session: its history's calls and its current state. */
+export async function scoreSession(
+  options: StoredEpisodeScoring & { engine: Engine; sessionId: string },
+): Promise<RewardResult> {
+  const { engine, sessionId, ...scoring } = options;
+  const history = await engine.history(sessionId);
+  return scoreStored(scoring, await engine.state(sessionId), history);
 }
 
 /** Scores a session export (`GET /sessions/:id/export`) without an engine: its last snapshot and its history. */
-export async function scoreExport(options: {
-  exported: SessionExport;
-  environment: Environment;
-  task: RlTask;
-  messages?: EpisodeMessage[];
-  judge?: Judge;
-  prematureTermination?: string;
-  ignoreTools?: string[];
-}): Promise<RewardResult> {
-  const { exported } = options;
+export async function scoreExport(
+  options: StoredEpisodeScoring & { exported: SessionExport },
+): Promise<RewardResult> {
+  const { exported, ...scoring } = options;
   if (
     typeof exported !== "object" ||
     exported === null ||
@@ -241,19 +220,18 @@ export async function scoreExport(options: {
     );
   let last = exported.snapshots[0] as SessionExport["snapshots"][number];
   for (const snapshot of exported.snapshots) if (snapshot.index > last.index) last = snapshot;
-  const ignore = new Set(options.ignoreTools ?? []);
-  const calls = exported.history
+  return scoreStored(scoring, last.state, exported.history);
+}
+
+/** The calls of a stored history (those not ignored), scored against the final state. */
+function scoreStored(
+  { ignoreTools, ...scoring }: StoredEpisodeScoring,
+  finalState: unknown,
+  history: ReadonlyArray<{ request?: { name?: unknown; arguments?: unknown } }>,
+): Promise<RewardResult> {
+  const ignore = new Set(ignoreTools ?? []);
+  const calls = history
     .map((entry) => ({ name: entry.request?.name, arguments: entry.request?.arguments }))
     .filter((call): call is AgentCall => typeof call.name === "string" && !ignore.has(call.name));
-  return scoreTrajectory({
-    task: options.task,
-    environment: options.environment,
-    finalState: last.state,
-    calls,
-    ...(options.messages ? { messages: options.messages } : {}),
-    ...(options.judge ? { judge: options.judge } : {}),
-    ...(options.prematureTermination !== undefined
-      ? { prematureTermination: options.prematureTermination }
-      : {}),
-  });
+  return scoreTrajectory({ ...scoring, finalState, calls });
 }
