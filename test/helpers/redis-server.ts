@@ -31,6 +31,19 @@ export function redisServerBinary(): string | undefined {
   return found.status === 0 && path !== "" ? path : undefined;
 }
 
+/**
+ * Whether tests that run a private Redis can run: the shared Redis is configured (TERRARIUM_TEST_REDIS) and
+ * redis-server is installed. Configured without the binary is a broken setup, refused loudly.
+ */
+export function privateRedisRunnable(sharedRedisUrl: string | undefined): boolean {
+  const runnable = sharedRedisUrl !== undefined && redisServerBinary() !== undefined;
+  if (sharedRedisUrl !== undefined && !runnable)
+    throw new Error(
+      "TERRARIUM_TEST_REDIS is set but redis-server is not installed (apt-get install -y redis-server)",
+    );
+  return runnable;
+}
+
 export async function startPrivateRedis(
   options: {
     /** AOF fsync policy: "always" makes a result written before a SIGKILL survive it. Default "always". */

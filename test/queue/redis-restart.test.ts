@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { type JobKind, RedisJobQueue } from "../../src/queue/index.js";
 import { cli, jsonLines, spawnCli, waitForStderr } from "../helpers/cli.js";
-import { redisServerBinary, startPrivateRedis } from "../helpers/redis-server.js";
+import { privateRedisRunnable, startPrivateRedis } from "../helpers/redis-server.js";
 import { approvingReply } from "../helpers/scripted-gats.js";
 import { startScriptedLlmServer, writeScriptedConfig } from "../helpers/scripted-llm-server.js";
 import { REDIS_URL } from "./redis-env.js";
@@ -23,11 +23,7 @@ afterEach(async () => {
 });
 
 /** A redis-server binary is needed besides the shared Redis: the test kills and restarts its own. */
-const runnable = REDIS_URL !== undefined && redisServerBinary() !== undefined;
-if (REDIS_URL !== undefined && !runnable)
-  throw new Error(
-    "TERRARIUM_TEST_REDIS is set but redis-server is not installed (apt-get install -y redis-server)",
-  );
+const runnable = privateRedisRunnable(REDIS_URL);
 
 /**
  * An HTTP gate in front of the scripted model: once `shouldHold()` says so, every request waits until

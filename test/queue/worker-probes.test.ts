@@ -7,7 +7,7 @@ import { loadConfig } from "../../src/models/config.js";
 import { Models } from "../../src/models/hub.js";
 import { type JobKind, RedisJobQueue } from "../../src/queue/index.js";
 import { cli } from "../helpers/cli.js";
-import { freePort, redisServerBinary, startPrivateRedis } from "../helpers/redis-server.js";
+import { freePort, privateRedisRunnable, startPrivateRedis } from "../helpers/redis-server.js";
 import { deletePrefix, REDIS_URL, uniquePrefix } from "./redis-env.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -18,11 +18,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const runnable = REDIS_URL !== undefined && redisServerBinary() !== undefined;
-if (REDIS_URL !== undefined && !runnable)
-  throw new Error(
-    "TERRARIUM_TEST_REDIS is set but redis-server is not installed (apt-get install -y redis-server)",
-  );
+/** A redis-server binary is needed besides the shared Redis: the test kills and restarts its own. */
+const runnable = privateRedisRunnable(REDIS_URL);
 
 /** Items that wait until the test lets them go; `held` lists the ids in hand. */
 function holdKind() {
