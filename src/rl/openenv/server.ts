@@ -4,7 +4,7 @@ import { TerrariumError } from "../../core/errors.js";
 import { DEFAULT_MAX_JSON_DEPTH } from "../../core/json-limits.js";
 import { parseJsonText } from "../../server/json-body.js";
 import type { CallOutcome, Engine } from "../../sim/engine.js";
-import type { EpisodeScore, EpisodeSource, OpenEnvErrorCode } from "./types.js";
+import type { EpisodeEnd, EpisodeScore, EpisodeSource, EpisodeStart, OpenEnvErrorCode } from "./types.js";
 
 export const DEFAULT_MAX_EPISODES = 64;
 export const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -60,6 +60,10 @@ type Action =
 interface Episode {
   id: string;
   sessionId: string;
+  /** Where its calls run: the source's engine for it, else the server's. */
+  engine: Engine;
+  start: EpisodeStart;
+  released?: boolean;
   tools: Map<string, Tool>;
   toolList: Tool[];
   finishTool?: Tool;
@@ -410,9 +414,12 @@ export class OpenEnvSession {
       toolList.push(start.finishTool);
     }
     const maxSteps = start.maxSteps ?? this.server.maxSteps;
+    await this.releaseEpisode();
     this.episode = {
       id,
       sessionId: start.sessionId,
+      engine: start.engine ?? this.server.engine,
+      start,
       tools,
       toolList,
       ...(start.finishTool ? { finishTool: start.finishTool } : {}),
@@ -472,11 +479,20 @@ export class OpenEnvSession {
       });
     }
     if (episode.finishTool && tool === episode.finishTool) {
+      const next = episode.start.onFinish ? await episode.start.onFinish(action.arguments) : { done: true };
+      if (!next.done) {
+        await this.count(episode);
+        return this.callResult(episode, tool.name, {
+          result: { finished: false, ...(next.result ?? {}) },
+          error: null,
+          metadata: {},
+        });
+      }
       episode.done = true;
       await this.count(episode, { reason: "finish", finishArguments: action.arguments });
       return this.callResult(episode, tool.name, { result: { finished: true }, error: null, metadata: {} });
     }
-    const outcome = await this.server.engine.call(episode.sessionId, {
+    const outcome = await episode.engine.call(episode.sessionId, {
       name: tool.name,
       arguments: action.arguments,
     });
@@ -485,22 +501,23 @@ export class OpenEnvSession {
   }
 
   /** Counts a step; ends the episode at its step limit (or as `ended` says) and scores it then. */
-  private async count(
-    episode: Episode,
-    ended?: { reason: "finish" | "max_steps"; finishArguments?: unknown },
-  ): Promise<void> {
+  private async count(episode: Episode, ended?: EpisodeEnd): Promise<void> {
     episode.stepCount++;
     let why = ended;
     if (!why && episode.maxSteps !== undefined && episode.stepCount >= episode.maxSteps) {
       episode.done = true;
       why = { reason: "max_steps" };
     }
-    if (why && this.server.source.score) {
-      const score = await this.server.source.score(episode.sessionId, why);
+    if (!why) return;
+    const score = episode.start.score
+      ? await episode.start.score(why)
+      : await this.server.source.score?.(episode.sessionId, why);
+    if (score) {
       episode.reward = score.reward;
       episode.score = score;
     }
-    if (why) episode.endReason = why.reason;
+    episode.endReason = why.reason;
+    await this.releaseEpisode();
   }
 
   private episodeMetadata(episode: Episode): Record<string, unknown> {
@@ -611,14 +628,23 @@ export class OpenEnvSession {
     if (this.closed) return;
     this.closed = true;
     this.server.release(this);
+    await this.releaseEpisode();
+  }
+
+  /** Lets the current episode free what it holds besides its session (once). */
+  private async releaseEpisode(): Promise<void> {
+    const episode = this.episode;
+    if (!episode?.start.release || episode.released) return;
+    episode.released = true;
+    await episode.start.release().catch(() => undefined);
   }
 
   /** Closed for idleness: the slot is freed and the current episode's engine session deleted. */
   async reaped(): Promise<void> {
     if (this.closed) return;
-    const sessionId = this.episode?.sessionId;
+    const episode = this.episode;
     await this.close();
-    if (sessionId) await this.server.engine.deleteSession(sessionId).catch(() => false);
+    if (episode) await episode.engine.deleteSession(episode.sessionId).catch(() => false);
     this.onReaped?.();
   }
 }

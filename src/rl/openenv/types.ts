@@ -1,4 +1,5 @@
 import type { Tool } from "../../catalog/tool.js";
+import type { Engine } from "../../sim/engine.js";
 
 /** OpenEnv's error codes (`WSErrorCode` in OpenEnv's types.py), as `{"type":"error","data":{message,code}}` carries them. */
 export type OpenEnvErrorCode =
@@ -30,6 +31,23 @@ export interface EpisodeStart {
   maxSteps?: number;
   /** A tool, not in the catalog, whose call ends the episode (`done: true`); its arguments are recorded. */
   finishTool?: Tool;
+  /** The engine the episode's calls run on (default: the server's). A task set with worlds of its own sets it. */
+  engine?: Engine;
+  /**
+   * Called when the finish tool is called, before the episode ends: a multi-turn task answers `done: false`
+   * with the next turn's fields (added to the call's result) to go on.
+   */
+  onFinish?(finishArguments: unknown): Promise<{ done: boolean; result?: Record<string, unknown> }>;
+  /** The episode's reward when it ends (over `EpisodeSource.score`). */
+  score?(ended: EpisodeEnd): Promise<EpisodeScore>;
+  /** Frees what the episode holds beyond its engine session (a Python process, say) once it is over. */
+  release?(): Promise<void>;
+}
+
+/** Why an episode ended. */
+export interface EpisodeEnd {
+  reason: "finish" | "max_steps";
+  finishArguments?: unknown;
 }
 
 /** A reward and its parts (`null` parts could not be checked and are left out of the reward). */
@@ -46,10 +64,7 @@ export interface EpisodeScore {
 export interface EpisodeSource {
   reset(options: EpisodeResetOptions): Promise<EpisodeStart>;
   /** The episode's reward, computed from its stored session when it ends (plain worlds have none). */
-  score?(
-    sessionId: string,
-    ended: { reason: "finish" | "max_steps"; finishArguments?: unknown },
-  ): Promise<EpisodeScore>;
+  score?(sessionId: string, ended: EpisodeEnd): Promise<EpisodeScore>;
   /** Tools answered to `list_tools` before any reset. */
   defaultTools(): Tool[];
 }
