@@ -40,14 +40,18 @@ export interface EpisodeStart {
   onFinish?(finishArguments: unknown): Promise<{ done: boolean; result?: Record<string, unknown> }>;
   /** The episode's reward when it ends (over `EpisodeSource.score`). */
   score?(ended: EpisodeEnd): Promise<EpisodeScore>;
+  /** What a simulated user is told to do (tau2's user scenario as text), for conversational episodes. */
+  userInstructions?: string;
   /** Frees what the episode holds beyond its engine session (a Python process, say) once it is over. */
   release?(): Promise<void>;
 }
 
 /** Why an episode ended. */
 export interface EpisodeEnd {
-  reason: "finish" | "max_steps";
+  reason: "finish" | "max_steps" | "user_stop";
   finishArguments?: unknown;
+  /** The conversation, in conversational episodes (agent `message` actions and the simulated user's replies). */
+  messages?: Array<{ role: "assistant" | "user"; content: string }>;
 }
 
 /** A reward and its parts (`null` parts could not be checked and are left out of the reward). */
