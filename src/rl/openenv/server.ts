@@ -73,7 +73,7 @@ interface Episode {
   done: boolean;
   reward: number | null;
   score?: EpisodeScore;
-  endReason?: "finish" | "max_steps";
+  endReason?: EpisodeEnd["reason"];
 }
 
 /** A tool as OpenEnv's ListToolsObservation lists it. */
