@@ -5,6 +5,7 @@ import { DEFAULT_MAX_JSON_DEPTH } from "../../core/json-limits.js";
 import { parseJsonText } from "../../server/json-body.js";
 import type { CallOutcome, Engine } from "../../sim/engine.js";
 import type { EpisodeEnd, EpisodeScore, EpisodeSource, EpisodeStart, OpenEnvErrorCode } from "./types.js";
+import type { EpisodeTurn, EpisodeUserFactory, EpisodeUserSimulator } from "./user.js";
 
 export const DEFAULT_MAX_EPISODES = 64;
 export const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -22,6 +23,11 @@ export interface OpenEnvOptions {
   maxJsonDepth?: number;
   /** Ends every episode after this many steps, unless its source says otherwise. */
   maxSteps?: number;
+  /**
+   * Builds the simulated user of an episode whose task has user instructions (see `createEpisodeUser`);
+   * without it, `message` actions are refused and such tasks run without a user.
+   */
+  user?: EpisodeUserFactory;
   /** Environment name for /metadata. */
   name?: string;
   version?: string;
@@ -55,7 +61,8 @@ export interface StepResult {
 
 type Action =
   | { type: "list_tools" }
-  | { type: "call_tool"; tool_name: string; arguments: Record<string, unknown> };
+  | { type: "call_tool"; tool_name: string; arguments: Record<string, unknown> }
+  | { type: "message"; content: string };
 
 interface Episode {
   id: string;
@@ -74,6 +81,10 @@ interface Episode {
   reward: number | null;
   score?: EpisodeScore;
   endReason?: EpisodeEnd["reason"];
+  /** The simulated user, in conversational episodes. */
+  user?: EpisodeUserSimulator;
+  /** The conversation so far (agent messages and the user's replies), in conversational episodes. */
+  messages?: EpisodeTurn[];
 }
 
 /** A tool as OpenEnv's ListToolsObservation lists it. */
@@ -101,6 +112,7 @@ export class OpenEnvServer {
   readonly maxMessageBytes: number;
   readonly maxJsonDepth: number;
   readonly maxSteps: number | undefined;
+  readonly user: EpisodeUserFactory | undefined;
   readonly name: string;
   readonly version: string;
   readonly now: () => number;
@@ -124,6 +136,7 @@ export class OpenEnvServer {
     this.maxMessageBytes = positive("maxMessageBytes", options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
     this.maxJsonDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
     this.maxSteps = options.maxSteps === undefined ? undefined : positive("maxSteps", options.maxSteps);
+    this.user = options.user;
     this.name = options.name ?? "terrarium";
     this.version = options.version ?? "0.1.0";
     this.now = options.now ?? Date.now;
@@ -202,6 +215,19 @@ export class OpenEnvServer {
             required: ["type", "tool_name"],
             additionalProperties: false,
           },
+          {
+            title: "MessageAction",
+            description:
+              "A message to the simulated user (conversational episodes only); its reply is observed",
+            type: "object",
+            properties: {
+              type: { const: "message" },
+              content: { type: "string", minLength: 1 },
+              metadata: { type: "object" },
+            },
+            required: ["type", "content"],
+            additionalProperties: false,
+          },
         ],
       },
       observation: {
@@ -210,6 +236,11 @@ export class OpenEnvServer {
         properties: {
           tools: { type: "array", items: { type: "object" } },
           tool_name: { type: "string" },
+          message: {
+            type: "object",
+            properties: { role: { const: "user" }, content: { type: "string" } },
+            required: ["role", "content"],
+          },
           result: {},
           error: {
             anyOf: [
@@ -414,6 +445,20 @@ export class OpenEnvSession {
       toolList.push(start.finishTool);
     }
     const maxSteps = start.maxSteps ?? this.server.maxSteps;
+    // The user speaks first (as in tau2): its opening message is part of the reset observation.
+    let user: EpisodeUserSimulator | undefined;
+    let opening: { message: string; stop?: string } | undefined;
+    if (start.userInstructions !== undefined && this.server.user) {
+      try {
+        user = this.server.user(start.userInstructions, typeof seed === "number" ? seed : undefined);
+        opening = await user.reply([]);
+      } catch (error) {
+        await start.release?.().catch(() => undefined);
+        if (error instanceof TerrariumError && error.code === "INVALID_INPUT")
+          throw new OpenEnvError("VALIDATION_ERROR", error.message);
+        throw error;
+      }
+    }
     await this.releaseEpisode();
     this.episode = {
       id,
@@ -428,10 +473,20 @@ export class OpenEnvSession {
       stepCount: 0,
       done: false,
       reward: null,
+      ...(user
+        ? { user, messages: opening?.message ? [{ role: "user" as const, content: opening.message }] : [] }
+        : {}),
     };
+    const episode = this.episode;
+    // A user who stops before the agent said anything ends the episode at once.
+    if (opening?.stop) {
+      episode.done = true;
+      await this.end(episode, { reason: "user_stop" });
+    }
     return {
       observation: {
         ...(start.observation ?? {}),
+        ...(opening ? { message: { role: "user", content: opening.message } } : {}),
         tools: toolList.map(listed),
         metadata: {
           status: "ready",
@@ -440,14 +495,16 @@ export class OpenEnvSession {
           session_id: start.sessionId,
           ...(typeof taskId === "string" ? { task_id: taskId } : {}),
           ...(maxSteps !== undefined ? { max_steps: maxSteps } : {}),
+          ...(user ? { conversational: true } : {}),
+          ...(episode.done ? this.endMetadata(episode) : {}),
         },
       },
-      reward: null,
-      done: false,
+      reward: episode.done ? episode.reward : null,
+      done: episode.done,
     };
   }
 
-  /** One action: `list_tools` or `call_tool`. */
+  /** One action: `list_tools`, `call_tool` or `message`. */
   async step(data: unknown): Promise<StepResult> {
     const action = parseAction(data);
     const episode = this.episode;
@@ -466,6 +523,7 @@ export class OpenEnvSession {
     if (!episode) throw new OpenEnvError("EXECUTION_ERROR", "no episode is running: send reset first");
     if (episode.done)
       throw new OpenEnvError("EXECUTION_ERROR", "the episode is done: send reset to start another");
+    if (action.type === "message") return this.say(episode, action.content);
     const tool = episode.tools.get(action.tool_name);
     if (!tool) {
       await this.count(episode);
@@ -500,6 +558,35 @@ export class OpenEnvSession {
     return this.callResult(episode, tool.name, fromOutcome(outcome));
   }
 
+  /** A `message` action: the agent's text goes to the simulated user; its reply is the observation. */
+  private async say(episode: Episode, content: string): Promise<StepResult> {
+    if (!episode.user || !episode.messages)
+      throw new OpenEnvError(
+        "VALIDATION_ERROR",
+        episode.start.userInstructions === undefined
+          ? "Invalid action: this episode's task has no simulated user, so there is no one to message"
+          : "Invalid action: message needs a simulated user, and the server has no user model (serve --user-model)",
+      );
+    const conversation: EpisodeTurn[] = [...episode.messages, { role: "assistant", content }];
+    const reply = await episode.user.reply(conversation);
+    // The agent's message is kept only once the user answered it, so a failed reply can be retried.
+    episode.messages.push({ role: "assistant", content });
+    if (reply.message) episode.messages.push({ role: "user", content: reply.message });
+    if (reply.stop) episode.done = true;
+    await this.count(episode, reply.stop ? { reason: "user_stop" } : undefined);
+    return {
+      observation: {
+        message: { role: "user", content: reply.message },
+        metadata: {
+          ...(reply.stop ? { stop_reason: reply.stop } : {}),
+          ...this.episodeMetadata(episode),
+        },
+      },
+      reward: episode.done ? episode.reward : null,
+      done: episode.done,
+    };
+  }
+
   /** Counts a step; ends the episode at its step limit (or as `ended` says) and scores it then. */
   private async count(episode: Episode, ended?: EpisodeEnd): Promise<void> {
     episode.stepCount++;
@@ -508,7 +595,12 @@ export class OpenEnvSession {
       episode.done = true;
       why = { reason: "max_steps" };
     }
-    if (!why) return;
+    if (why) await this.end(episode, why);
+  }
+
+  /** Scores an ended episode (with its conversation, when it has one) and frees what it holds. */
+  private async end(episode: Episode, ended: EpisodeEnd): Promise<void> {
+    const why: EpisodeEnd = episode.messages ? { ...ended, messages: [...episode.messages] } : ended;
     const score = episode.start.score
       ? await episode.start.score(why)
       : await this.server.source.score?.(episode.sessionId, why);
@@ -521,13 +613,20 @@ export class OpenEnvSession {
   }
 
   private episodeMetadata(episode: Episode): Record<string, unknown> {
-    const extra = episode;
     return {
       episode_id: episode.id,
       session_id: episode.sessionId,
       step_count: episode.stepCount,
-      ...(episode.done && extra.endReason ? { end_reason: extra.endReason } : {}),
-      ...(extra.score ? { reward_breakdown: extra.score.breakdown, ...(extra.score.metadata ?? {}) } : {}),
+      ...this.endMetadata(episode),
+    };
+  }
+
+  private endMetadata(episode: Episode): Record<string, unknown> {
+    return {
+      ...(episode.done && episode.endReason ? { end_reason: episode.endReason } : {}),
+      ...(episode.score
+        ? { reward_breakdown: episode.score.breakdown, ...(episode.score.metadata ?? {}) }
+        : {}),
     };
   }
 
@@ -678,9 +777,16 @@ function parseAction(data: unknown): Action {
       throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: arguments must be an object");
     return { type, tool_name: toolName, arguments: args };
   }
+  if (type === "message") {
+    check(["type", "content", "metadata"]);
+    const content = own(data, "content");
+    if (typeof content !== "string" || content.trim() === "")
+      throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: message needs a non-empty content string");
+    return { type, content };
+  }
   throw new OpenEnvError(
     "VALIDATION_ERROR",
-    `Invalid action: type must be "list_tools" or "call_tool" (got ${JSON.stringify(type ?? null)?.slice(0, 80)})`,
+    `Invalid action: type must be "list_tools", "call_tool" or "message" (got ${JSON.stringify(type ?? null)?.slice(0, 80)})`,
   );
 }
 
