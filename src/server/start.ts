@@ -19,6 +19,8 @@ import { plainWorldSource } from "../rl/openenv/plain.js";
 import { type OpenEnvOptions, OpenEnvServer } from "../rl/openenv/server.js";
 import type { EpisodeSource } from "../rl/openenv/types.js";
 import { attachOpenEnvWebSocket } from "../rl/openenv/ws.js";
+import { loadTaskSets } from "../rl/tasks/load.js";
+import { taskSetSource } from "../rl/tasks/task-set.js";
 import { openStore } from "../sessions/open-store.js";
 import { bootstrapState } from "../sim/bootstrap.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
@@ -84,7 +86,11 @@ export interface ServeOptions {
   /** The MCP endpoint's limits: live sessions in all and per token, idle time. */
   mcp?: Omit<McpHttpOptions, "quotas" | "version">;
   /** OpenEnv at /openenv/ws: capacity, idle timeout, step limit, and where episodes come from (a plain world by default). */
-  openenv?: Omit<OpenEnvOptions, "source"> & { source?: EpisodeSource };
+  openenv?: Omit<OpenEnvOptions, "source"> & {
+    source?: EpisodeSource;
+    /** Task files (`serve --tasks`): episodes start tasks and end with a reward. */
+    tasks?: string[];
+  };
 }
 
 /** What `buildEngine` made: the engine and what the server around it needs to know. */
@@ -413,16 +419,26 @@ export async function startServer(options: ServeOptions): Promise<{
     progress?: (progress: ShutdownProgress) => void;
   }) => Promise<ShutdownReport>;
 }> {
-  const { engine, models, profile, apiNames, usage } = await buildEngine(options);
+  const { engine, environment, models, profile, apiNames, usage } = await buildEngine(options);
   // Bootstrapping and state updates use the simulator's model; their usage is filed under the session.
   const simulatorModels = profile.models.simulator ? models : undefined;
   // Models passed in belong to the caller, who closes them.
   const closeModels = () => (models && models !== options.models ? models.close() : Promise.resolve());
   const metrics = new ServerMetrics({ processMetrics: true });
   const inFlight = new Drain();
+  const { tasks, source, ...openenvOptions } = options.openenv ?? {};
+  const taskSets =
+    tasks && tasks.length > 0
+      ? await loadTaskSets(tasks, {
+          engine,
+          ...(environment ? { environment } : {}),
+          ...(openenvOptions.maxSteps !== undefined ? { maxSteps: openenvOptions.maxSteps } : {}),
+        })
+      : undefined;
   const openenv = new OpenEnvServer(engine, {
-    ...options.openenv,
-    source: options.openenv?.source ?? plainWorldSource(engine),
+    ...openenvOptions,
+    source:
+      source ?? (taskSets ? taskSetSource(taskSets, () => engine.catalog.tools) : plainWorldSource(engine)),
   });
   const app = createApp(engine, {
     profile,

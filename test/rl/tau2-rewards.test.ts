@@ -1,28 +1,13 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { tau2RetailDbHash } from "../../src/envs/corpus/tau2-hash.js";
 import { tau2Retail } from "../../src/envs/corpus/tau2-retail.js";
 import { scoreSession } from "../../src/rl/rewards/index.js";
 import { engineForEnvironment, loadTasks, type RlTask, startTaskEpisode } from "../../src/rl/tasks/index.js";
+import { type Call, goldOf, independentDb, perturbations } from "../helpers/tau2-perturbations.js";
 
 /** The published retail tasks (a copy; see test/fixtures/tau2-retail/NOTICE.md). */
 const TASKS_FILE = join(import.meta.dirname, "..", "fixtures", "tau2-retail", "tasks.json");
 const tasks = loadTasks(TASKS_FILE);
-const WRITES = new Set(tau2Retail.tools.filter((tool) => tool.effect === "write").map((tool) => tool.name));
-
-type Call = { name: string; arguments: Record<string, unknown> };
-
-/** The DB check computed independently: replay both sequences on fresh built-in instances, compare tau2's hashes. */
-async function independentDb(gold: Call[], agent: Call[]): Promise<number> {
-  const hashAfter = async (calls: Call[]) => {
-    const instance = await tau2Retail.create({ seed: 1 });
-    for (const call of calls) await instance.step(call);
-    const hash = tau2RetailDbHash(await instance.state());
-    await instance.close();
-    return hash;
-  };
-  return (await hashAfter(gold)) === (await hashAfter(agent)) ? 1 : 0;
-}
 
 async function runEpisode(task: RlTask, calls: Call[]) {
   const engine = await engineForEnvironment(tau2Retail, "rl-test");
@@ -33,49 +18,6 @@ async function runEpisode(task: RlTask, calls: Call[]) {
   } finally {
     await engine.close();
   }
-}
-
-const goldOf = (task: RlTask): Call[] =>
-  (task.expected.actions ?? []).map((action) => ({ name: action.name, arguments: action.arguments }));
-
-/** The perturbations of a task's ground truth: a write dropped, corrupted, repeated; reads inserted. */
-function perturbations(task: RlTask): Array<[string, Call[]]> {
-  const gold = goldOf(task);
-  const writes = gold.flatMap((call, index) => (WRITES.has(call.name) ? [index] : []));
-  const out: Array<[string, Call[]]> = [];
-  const reads: Call[] = [
-    { name: "list_all_product_types", arguments: {} },
-    { name: "get_order_details", arguments: { order_id: "#W2378156" } },
-    { name: "calculate", arguments: { expression: "1 + 1" } },
-  ];
-  out.push([
-    "extra reads",
-    [reads[0] as Call, ...gold.slice(0, 1), reads[1] as Call, ...gold.slice(1), reads[2] as Call],
-  ]);
-  if (writes.length === 0) return out;
-  const last = writes[writes.length - 1] as number;
-  const first = writes[0] as number;
-  out.push(["write dropped", gold.filter((_, index) => index !== last)]);
-  out.push(["write repeated", [...gold.slice(0, first + 1), gold[first] as Call, ...gold.slice(first + 1)]]);
-  const target = gold[first] as Call;
-  const key = Object.keys(target.arguments).find((name) => typeof target.arguments[name] === "string");
-  if (key !== undefined) {
-    const corrupted = { ...target, arguments: { ...target.arguments, [key]: `${target.arguments[key]}x` } };
-    out.push([
-      `write argument ${key} corrupted`,
-      gold.map((call, index) => (index === first ? corrupted : call)),
-    ]);
-  }
-  const list = Object.keys(target.arguments).find((name) => Array.isArray(target.arguments[name]));
-  if (list !== undefined) {
-    const items = target.arguments[list] as unknown[];
-    const corrupted = { ...target, arguments: { ...target.arguments, [list]: items.slice(0, -1) } };
-    out.push([
-      `write argument ${list} shortened`,
-      gold.map((call, index) => (index === first ? corrupted : call)),
-    ]);
-  }
-  return out;
 }
 
 describe("tau2 rewards on the published retail tasks", () => {

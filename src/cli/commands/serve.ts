@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
 import { TerrariumError } from "../../core/errors.js";
 import {
@@ -5,6 +6,7 @@ import {
   DEFAULT_MAX_MCP_SESSIONS_PER_TOKEN,
   DEFAULT_MCP_IDLE_MS,
 } from "../../mcp/server.js";
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_EPISODES } from "../../rl/openenv/server.js";
 import { describeProfile } from "../../server/profile.js";
 import { DEFAULT_TOKEN_QUOTAS } from "../../server/quotas.js";
 import {
@@ -47,6 +49,10 @@ interface ServeCliOptions {
   maxReplaysPerToken?: number;
   maxMcpSessionsPerToken?: number;
   mcpIdleTimeout?: number;
+  tasks?: string[];
+  maxSteps?: number;
+  openenvCapacity?: number;
+  openenvIdleTimeout?: number;
 }
 
 /**
@@ -218,6 +224,26 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       parsePositiveSeconds,
     )
     .option(
+      "--tasks <file>",
+      "serve these tasks as OpenEnv episodes at /openenv (repeatable): tau2-bench task files, terrarium task files; reset(task_id=…) starts one, the finish tool ends it with a reward",
+      collect,
+    )
+    .option(
+      "--max-steps <n>",
+      "an OpenEnv episode ends (done) after this many steps; a task episode ended so scores 0, as tau2 scores a premature end",
+      parsePositiveInteger,
+    )
+    .option(
+      "--openenv-capacity <n>",
+      `OpenEnv episodes (WebSocket connections and HTTP episodes) at once; more get CAPACITY_REACHED (default ${DEFAULT_MAX_EPISODES})`,
+      parsePositiveInteger,
+    )
+    .option(
+      "--openenv-idle-timeout <seconds>",
+      `an OpenEnv episode without a message this long is closed and its engine session deleted (default ${DEFAULT_IDLE_TIMEOUT_MS / 1000})`,
+      parsePositiveSeconds,
+    )
+    .option(
       "--model <model>",
       "model of the llm simulator, the bootstrap and the state updater (default: roles.simulator or roles.default of the config)",
     )
@@ -236,6 +262,7 @@ Examples:
   terrarium serve bank                                  # a built-in environment, exact (code) simulation
   terrarium serve petstore.openapi.yaml --port 9000     # schema-valid answers, no model needed
   terrarium serve tau2-retail --db sessions.sqlite --token secret
+  terrarium serve tau2-retail --tasks tasks.json --max-steps 30   # RL: OpenEnv at http://127.0.0.1:8080/openenv
   terrarium serve api.openapi.yaml --policy read=proxy,write=llm --proxy https://api.example.com --model openai:gpt-4.1-mini
 
 Metrics: GET /metrics (Prometheus text; needs a token when --token is given). Tracing: register an
@@ -268,6 +295,8 @@ the start-up lines and GET /health say whether it is on and with which model.
         ...(options.tokenFile ? readSecretsFile(options.tokenFile, "--token-file") : []),
       ];
       const db = withPasswordFile(options.db, options.dbPasswordFile);
+      for (const file of options.tasks ?? [])
+        if (!existsSync(file)) throw new TerrariumError("INVALID_INPUT", `--tasks ${file}: no such file`);
       const server = await startServer({
         sources,
         simulator: policy,
@@ -293,6 +322,14 @@ the start-up lines and GET /health say whether it is on and with which model.
             ? { maxSessionsPerToken: options.maxMcpSessionsPerToken }
             : {}),
           ...(options.mcpIdleTimeout !== undefined ? { idleMs: options.mcpIdleTimeout * 1000 } : {}),
+        },
+        openenv: {
+          ...(options.tasks ? { tasks: options.tasks } : {}),
+          ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+          ...(options.openenvCapacity !== undefined ? { maxEpisodes: options.openenvCapacity } : {}),
+          ...(options.openenvIdleTimeout !== undefined
+            ? { idleTimeoutMs: options.openenvIdleTimeout * 1000 }
+            : {}),
         },
       });
       io.stderr.write(describeLoad(server.engine.catalog));

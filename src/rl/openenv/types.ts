@@ -56,7 +56,7 @@ export interface EpisodeEnd {
 
 /** A reward and its parts (`null` parts could not be checked and are left out of the reward). */
 export interface EpisodeScore {
-  reward: number;
+  reward: number | null;
   breakdown: Record<string, number | null>;
   metadata?: Record<string, unknown>;
 }
