@@ -25,12 +25,10 @@ export class OpenEnvWsClient {
       ws.once("error", reject);
     });
   }
-  // biome-ignore lint/suspicious/noExplicitAny: tests read the protocol's JSON freely
   next(): Promise<any> {
     if (this.queue.length > 0) return Promise.resolve(this.queue.shift());
     return new Promise((resolve) => this.waiting.push(resolve));
   }
-  // biome-ignore lint/suspicious/noExplicitAny: tests read the protocol's JSON freely
   ask(message: unknown): Promise<any> {
     this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
     return this.next();

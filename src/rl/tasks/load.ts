@@ -2,8 +2,8 @@ import type { Environment } from "../../envs/types.js";
 import type { Engine } from "../../sim/engine.js";
 import type { Judge } from "../rewards/index.js";
 import { loadTasks } from "./index.js";
-import { tau2TaskSet } from "./tau2-set.js";
 import type { TaskSet } from "./task-set.js";
+import { tau2TaskSet } from "./tau2-set.js";
 
 /** What every task format may need to start and score its episodes. */
 export interface TaskSetContext {
