@@ -8,6 +8,7 @@ import { registerEnvsimCommands } from "./commands/envsim/index.js";
 import { registerGatsCommand } from "./commands/gats.js";
 import { registerMcpCommand } from "./commands/mcp.js";
 import { registerModelsCommands } from "./commands/models.js";
+import { registerRlCommands } from "./commands/rl.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerToolsCommands } from "./commands/tools.js";
 import { registerUsersCommands } from "./commands/users/index.js";
@@ -46,6 +47,7 @@ export function buildProgram(io: CliIo, setExitCode: (code: number) => void): Co
   registerGatsCommand(program, io, setExitCode);
   registerEnvsimCommands(program, io, setExitCode);
   registerUsersCommands(program, io, setExitCode);
+  registerRlCommands(program, io, setExitCode);
   registerWorkerCommand(program, io);
   // The long-running commands take every flag from TERRARIUM_* variables too (containers, Kubernetes).
   for (const name of ["serve", "worker"]) {
