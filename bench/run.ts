@@ -15,6 +15,8 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   users: async () => (await import("./users.js")).benchUsers(),
   browser: async () => (await import("./browser.js")).benchBrowser(),
   scale: async () => (await import("./scale.js")).benchScale(),
+  http: async () => (await import("./http.js")).benchHttp(),
+  rl: async () => (await import("./rl.js")).benchRl(),
 };
 
 async function main(): Promise<void> {
