@@ -396,6 +396,7 @@ async function buildSeed(dir: string): Promise<void> {
   copy("test/fixtures/tools/mcp-tools.json", "mcp-tools.json");
   copy("test/fixtures/tools/mcp-tools.json", "mcp.json");
   copy("examples/serve/notifications.openapi.yaml", "api.openapi.yaml");
+  copy("test/fixtures/tau2-retail/tasks.json", "tasks.json");
   mkdirSync(join(dir, "envs"));
   copy("test/fixtures/python/warehouse.yaml", "envs/warehouse.yaml");
   copy("test/fixtures/python/warehouse_env.py", "envs/warehouse_env.py");

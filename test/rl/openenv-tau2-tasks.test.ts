@@ -127,10 +127,13 @@ describe("tau2 retail tasks over /openenv/ws", () => {
     const task = tasks[1] as RlTask;
     const last = await play(task, goldOf(task));
     const sessionId = last.data.observation.metadata.session_id as string;
-    const exported = await fetch(`${server.url}/sessions/${sessionId}/export`).then((r) => r.json());
+    const exported = (await fetch(`${server.url}/sessions/${sessionId}/export`).then((r) => r.json())) as {
+      session: { metadata: unknown };
+      history: Array<{ request: { name: string } }>;
+    };
     expect(exported.session.metadata).toMatchObject({ task: task.id });
     // finish is the episode's own tool, not a call on the world: the history holds the ground truth only.
-    expect(exported.history.map((entry: { request: { name: string } }) => entry.request.name)).toEqual(
+    expect(exported.history.map((entry) => entry.request.name)).toEqual(
       goldOf(task).map((call) => call.name),
     );
   });

@@ -334,6 +334,11 @@ the start-up lines and GET /health say whether it is on and with which model.
       });
       io.stderr.write(describeLoad(server.engine.catalog));
       io.stderr.write(describeProfile(server.profile, server.url, server.engine.catalog.size));
+      const taskIds = server.openenv.source.taskIds;
+      if (taskIds)
+        io.stderr.write(
+          `  OpenEnv: ${server.url}/openenv (${taskIds.length} tasks from ${(options.tasks ?? []).join(", ")}; reset with task_id, end with the finish tool)\n`,
+        );
       await new Promise<void>((resolve) => {
         const drainTimeoutMs = options.drainTimeout * 1000;
         let stopping = false;

@@ -10,6 +10,8 @@ import type { EpisodeTurn, EpisodeUserFactory, EpisodeUserSimulator } from "./us
 export const DEFAULT_MAX_EPISODES = 64;
 export const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
 export const DEFAULT_MAX_MESSAGE_BYTES = 1_000_000;
+/** The longest `message` action's content (characters): each one is sent to the user model with the whole conversation. */
+export const MAX_AGENT_MESSAGE_CHARS = 64 * 1024;
 
 export interface OpenEnvOptions {
   source: EpisodeSource;
@@ -278,7 +280,7 @@ export class OpenEnvServer {
   metadata(): Record<string, unknown> {
     return {
       name: this.name,
-      description: `terrarium: ${this.source.defaultTools().length} simulated tools, one engine session per episode`,
+      description: `terrarium: ${this.source.defaultTools().length} simulated tools, one engine session per episode${this.source.taskIds ? `; ${this.source.taskIds.length} tasks (reset with task_id)` : ""}`,
       readme_content: null,
       version: this.version,
       author: null,
@@ -782,6 +784,11 @@ function parseAction(data: unknown): Action {
     const content = own(data, "content");
     if (typeof content !== "string" || content.trim() === "")
       throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: message needs a non-empty content string");
+    if (content.length > MAX_AGENT_MESSAGE_CHARS)
+      throw new OpenEnvError(
+        "VALIDATION_ERROR",
+        `Invalid action: a message's content is longer than ${MAX_AGENT_MESSAGE_CHARS} characters`,
+      );
     return { type, content };
   }
   throw new OpenEnvError(

@@ -71,4 +71,6 @@ export interface EpisodeSource {
   score?(sessionId: string, ended: EpisodeEnd): Promise<EpisodeScore>;
   /** Tools answered to `list_tools` before any reset. */
   defaultTools(): Tool[];
+  /** The ids of the tasks `reset(task_id=…)` can start (none: a plain world). */
+  readonly taskIds?: readonly string[];
 }

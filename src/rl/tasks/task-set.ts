@@ -52,6 +52,7 @@ export function taskSetSource(sets: readonly TaskSet[], defaultTools: () => Tool
   let next = 0;
   return {
     defaultTools,
+    taskIds: order,
     async reset(options) {
       let taskId = options.taskId;
       if (taskId === undefined) {
