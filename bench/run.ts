@@ -15,7 +15,6 @@ const BENCHMARKS: Record<string, () => Promise<BenchResult>> = {
   users: async () => (await import("./users.js")).benchUsers(),
   browser: async () => (await import("./browser.js")).benchBrowser(),
   scale: async () => (await import("./scale.js")).benchScale(),
-  rl: async () => (await import("./rl.js")).benchRl(),
   http: async () => (await import("./http.js")).benchHttp(),
   rl: async () => (await import("./rl.js")).benchRl(),
 };
