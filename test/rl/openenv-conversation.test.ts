@@ -7,6 +7,7 @@ import {
   type OpenEnvSession,
   plainWorldSource,
 } from "../../src/rl/openenv/index.js";
+import { MAX_AGENT_MESSAGE_CHARS } from "../../src/rl/openenv/server.js";
 import type { EpisodeEnd } from "../../src/rl/openenv/types.js";
 import { createEpisodeUser, type EpisodeUserFactory } from "../../src/rl/openenv/user.js";
 import { buildEngine } from "../../src/server/index.js";
@@ -221,6 +222,11 @@ describe("conversational episodes", () => {
     expect(empty).toMatchObject({ type: "error", data: { code: "VALIDATION_ERROR" } });
     const extra = await send(noUser, { type: "step", data: { type: "message", content: "hi", to: "x" } });
     expect(extra).toMatchObject({ type: "error", data: { code: "VALIDATION_ERROR" } });
+    const long = await send(noUser, say("x".repeat(MAX_AGENT_MESSAGE_CHARS + 1)));
+    expect(long).toMatchObject({
+      type: "error",
+      data: { code: "VALIDATION_ERROR", message: expect.stringMatching(/longer than/) },
+    });
   });
 
   it("the schema lists the message action", () => {
