@@ -271,7 +271,7 @@ export async function benchRl(): Promise<BenchResult> {
       name: "rl",
       lines: [
         `OpenEnv call_tool steps over a WebSocket on loopback, ${CLIENTS} clients (one episode each), ` +
-          `${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians; servers in their own processes`,
+          `${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians; servers in their own processes, memory store`,
         "| subject | steps per second | p50 ms | p99 ms | vs echo | vs Python |",
         "|---|---:|---:|---:|---:|---:|",
         ...rows.map(
