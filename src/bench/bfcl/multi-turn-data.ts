@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { TerrariumError } from "../../core/errors.js";
 import type { FunctionDoc } from "./ast-checker.js";
 import type { BfclWorldSpec } from "./backends.js";
@@ -76,22 +76,7 @@ export function loadBfclMultiTurn(
   categories: readonly string[],
   options: LoadMultiTurnOptions = {},
 ): BfclMultiTurnItem[] {
-  const docFiles = { ...BFCL_FUNC_DOC_FILES, ...(options.funcDocFiles ?? {}) };
-  const docCache = new Map<string, FunctionDoc[]>();
-  const docsOf = (className: string): FunctionDoc[] => {
-    // A class of your own has its docs in the file named after it (NotesAPI -> notes_api.json).
-    const fileName = docFiles[className] ?? `${snakeCase(className)}.json`;
-    let docs = docCache.get(fileName);
-    if (!docs) {
-      const file = join(folder, "multi_turn_func_doc", fileName);
-      if (!existsSync(file))
-        throw new TerrariumError("FILE_UNREADABLE", `no function docs for ${className}`, { where: { file } });
-      docs = jsonLines(file).map(({ value }) => value) as unknown as FunctionDoc[];
-      docCache.set(fileName, docs);
-    }
-    return docs;
-  };
-
+  const docs = functionDocs(join(folder, "multi_turn_func_doc"), options);
   const items: BfclMultiTurnItem[] = [];
   for (const category of categories) {
     if (!isMultiTurnCategory(category))
@@ -104,61 +89,111 @@ export function loadBfclMultiTurn(
         { where: { file: join(folder, `BFCL_v3_${category}.json`) } },
       );
     const file = join(folder, `BFCL_${version}_${category}.json`);
-    const answerFile = join(folder, "possible_answer", `BFCL_${version}_${category}.json`);
-    if (!existsSync(answerFile))
-      throw new TerrariumError("FILE_UNREADABLE", `no possible answers for "${category}"`, {
+    items.push(...readMultiTurnFile(file, join(folder, "possible_answer", basename(file)), category, docs));
+  }
+  return items;
+}
+
+/**
+ * Reads one file of BFCL multi-turn entries, laid out as BFCL's data folder is: its ground truth in
+ * `possible_answer/` beside it under the same name, and the classes' function docs in
+ * `multi_turn_func_doc/` beside it (either can be given elsewhere). The category is read off the file's
+ * name (`BFCL_v3_<category>.json`), else off each entry's id.
+ */
+export function loadBfclMultiTurnFile(
+  file: string,
+  options: LoadMultiTurnOptions & { answerFile?: string; funcDocFolder?: string } = {},
+): BfclMultiTurnItem[] {
+  const folder = dirname(file);
+  const docs = functionDocs(options.funcDocFolder ?? join(folder, "multi_turn_func_doc"), options);
+  const named = /^BFCL_v\d+_(multi_turn\w*)\.jsonl?$/.exec(basename(file))?.[1];
+  return readMultiTurnFile(
+    file,
+    options.answerFile ?? join(folder, "possible_answer", basename(file)),
+    named,
+    docs,
+  );
+}
+
+/** Class -> its function docs, read from the folder on first use. */
+function functionDocs(folder: string, options: LoadMultiTurnOptions): (className: string) => FunctionDoc[] {
+  const docFiles = { ...BFCL_FUNC_DOC_FILES, ...(options.funcDocFiles ?? {}) };
+  const docCache = new Map<string, FunctionDoc[]>();
+  return (className: string): FunctionDoc[] => {
+    // A class of your own has its docs in the file named after it (NotesAPI -> notes_api.json).
+    const fileName = docFiles[className] ?? `${snakeCase(className)}.json`;
+    let docs = docCache.get(fileName);
+    if (!docs) {
+      const file = join(folder, fileName);
+      if (!existsSync(file))
+        throw new TerrariumError("FILE_UNREADABLE", `no function docs for ${className}`, { where: { file } });
+      docs = jsonLines(file).map(({ value }) => value) as unknown as FunctionDoc[];
+      docCache.set(fileName, docs);
+    }
+    return docs;
+  };
+}
+
+function readMultiTurnFile(
+  file: string,
+  answerFile: string,
+  category: string | undefined,
+  docsOf: (className: string) => FunctionDoc[],
+): BfclMultiTurnItem[] {
+  if (!existsSync(file))
+    throw new TerrariumError("FILE_UNREADABLE", "no such BFCL multi-turn file", { where: { file } });
+  if (!existsSync(answerFile))
+    throw new TerrariumError(
+      "FILE_UNREADABLE",
+      `no possible answers for ${category !== undefined ? `"${category}"` : basename(file)}`,
+      { where: { file: answerFile } },
+    );
+  const answers = new Map<string, string[][]>();
+  for (const { value } of jsonLines(answerFile))
+    answers.set(value.id as string, value.ground_truth as string[][]);
+  const items: BfclMultiTurnItem[] = [];
+  for (const { value: line, text } of jsonLines(file)) {
+    const id = String(line.id);
+    const where = { file };
+    const involvedClasses = line.involved_classes as string[] | undefined;
+    const question = line.question as BfclMultiTurnItem["question"] | undefined;
+    if (!Array.isArray(involvedClasses) || !Array.isArray(question))
+      throw new TerrariumError("INVALID_INPUT", `${id}: not a multi-turn item (involved_classes, question)`, {
+        where,
+      });
+    const groundTruth = answers.get(id);
+    if (!groundTruth)
+      throw new TerrariumError("INVALID_INPUT", `${id}: no possible answer`, {
         where: { file: answerFile },
       });
-    const answers = new Map<string, string[][]>();
-    for (const { value } of jsonLines(answerFile))
-      answers.set(value.id as string, value.ground_truth as string[][]);
-    for (const { value: line, text } of jsonLines(file)) {
-      const id = String(line.id);
-      const where = { file };
-      const involvedClasses = line.involved_classes as string[] | undefined;
-      const question = line.question as BfclMultiTurnItem["question"] | undefined;
-      if (!Array.isArray(involvedClasses) || !Array.isArray(question))
-        throw new TerrariumError(
-          "INVALID_INPUT",
-          `${id}: not a multi-turn item (involved_classes, question)`,
-          {
-            where,
-          },
-        );
-      const groundTruth = answers.get(id);
-      if (!groundTruth)
-        throw new TerrariumError("INVALID_INPUT", `${id}: no possible answer`, {
-          where: { file: answerFile },
-        });
-      const functions = involvedClasses.flatMap((className) => docsOf(className));
-      const missedFunctions: Record<number, FunctionDoc[]> = {};
-      const missed = (line.missed_function ?? {}) as Record<string, string[]>;
-      for (const [turn, names] of Object.entries(missed)) {
-        const withheld: FunctionDoc[] = [];
-        for (const name of names) {
-          const at = functions.findIndex((doc) => doc.name === name);
-          if (at < 0) continue;
-          withheld.push(functions[at] as FunctionDoc);
-          functions.splice(at, 1);
-        }
-        missedFunctions[Number(turn)] = withheld;
+    const functions = involvedClasses.flatMap((className) => docsOf(className));
+    const missedFunctions: Record<number, FunctionDoc[]> = {};
+    const missed = (line.missed_function ?? {}) as Record<string, string[]>;
+    for (const [turn, names] of Object.entries(missed)) {
+      const withheld: FunctionDoc[] = [];
+      for (const name of names) {
+        const at = functions.findIndex((doc) => doc.name === name);
+        if (at < 0) continue;
+        withheld.push(functions[at] as FunctionDoc);
+        functions.splice(at, 1);
       }
-      // BFCL reads the flag off the id's category (`multi_turn_long_context_3` -> multi_turn_long_context).
-      const idCategory = id.includes("_") ? id.slice(0, id.lastIndexOf("_")) : category;
-      items.push({
-        id,
-        category,
-        question,
-        initialConfig: (line.initial_config ?? {}) as Record<string, unknown>,
-        involvedClasses,
-        functions,
-        missedFunctions,
-        groundTruth,
-        longContext: idCategory.includes("long_context") || idCategory.includes("composite"),
-        ...(Array.isArray(line.path) ? { path: line.path as string[] } : {}),
-        sourceLine: text,
-      });
+      missedFunctions[Number(turn)] = withheld;
     }
+    // BFCL reads the flag off the id's category (`multi_turn_long_context_3` -> multi_turn_long_context).
+    const idCategory = id.includes("_") ? id.slice(0, id.lastIndexOf("_")) : (category ?? id);
+    items.push({
+      id,
+      category: category ?? idCategory,
+      question,
+      initialConfig: (line.initial_config ?? {}) as Record<string, unknown>,
+      involvedClasses,
+      functions,
+      missedFunctions,
+      groundTruth,
+      longContext: idCategory.includes("long_context") || idCategory.includes("composite"),
+      ...(Array.isArray(line.path) ? { path: line.path as string[] } : {}),
+      sourceLine: text,
+    });
   }
   return items;
 }

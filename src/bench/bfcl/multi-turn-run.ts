@@ -318,7 +318,7 @@ async function executeRun(
 }
 
 /** The user's text of a turn; a turn where withheld functions arrive says so. */
-function turnText(item: BfclMultiTurnItem, turn: number): string {
+export function turnText(item: BfclMultiTurnItem, turn: number): string {
   const messages = item.question[turn] ?? [];
   if (messages.length === 0 && item.missedFunctions[turn]) return NEW_FUNCTIONS_MESSAGE;
   return messages.map((message) => message.content).join("\n");
@@ -329,7 +329,7 @@ function allDocs(item: BfclMultiTurnItem): FunctionDoc[] {
 }
 
 /** BFCL function docs as tools; their response schemas are left out (results are BFCL's text, not objects). */
-function bfclTools(docs: readonly FunctionDoc[]): Tool[] {
+export function bfclTools(docs: readonly FunctionDoc[]): Tool[] {
   if (docs.length === 0) return [];
   return toolsFromDocument(docs, { format: "bfcl" }).map(({ outputSchema: _ignored, ...tool }) => tool);
 }
@@ -357,7 +357,7 @@ class TurnAwareChecklistWriter extends ChecklistWriter {
  * sees (a dict's JSON parsed back; text otherwise), and the session's state is the worlds' public
  * attributes, so the engine's state is the backends' state after every call.
  */
-class BfclSimulator implements Simulator {
+export class BfclSimulator implements Simulator {
   readonly name = "code" as const;
   private readonly sessions = new Map<string, BfclWorld>();
   private readonly worlds: BfclWorld[] = [];
