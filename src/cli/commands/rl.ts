@@ -47,8 +47,9 @@ reached, 2 when the input is unusable (no such file or session, unknown task, no
 "reason"}], "db"?: {"expected", "actual"}, "actions"?: [bool], "note"?}.
 
 Examples:
-  terrarium rl score episode.json --tasks tasks.json --env tau2-retail
-  terrarium rl score 0f3c… --url http://localhost:8787 --token $TOKEN --tasks tasks.json --env tau2-retail --json
+  terrarium rl score examples/rl/episode.json --tasks examples/rl/tasks.json
+  terrarium rl score examples/rl/episode.json --tasks examples/rl/tasks.json --json
+A session of a running server: rl score <session-id> --url http://127.0.0.1:8080 --token $TOKEN --tasks tasks.json
 `,
     )
     .action(async (episode: string, options: ScoreOptions) => {
