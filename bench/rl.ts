@@ -19,6 +19,7 @@ const CLIENTS = 8;
 const QUICK = process.argv.includes("--quick");
 const ROUND_MS = QUICK ? 300 : 1500;
 const ROUNDS = QUICK ? 3 : 5;
+const WARM_UP_MS = QUICK ? 500 : 3000;
 const PYTHON_PACKAGES = "python3-fastapi python3-uvicorn python3-websockets";
 
 interface Server {
@@ -236,7 +237,8 @@ export async function benchRl(): Promise<BenchResult> {
       pythonSkipped = found.skipped;
     }
 
-    for (const subject of subjects) await round(subject, 300); // warm-up
+    // A fresh server runs several times slower for its first seconds (compiling, heap growing): warm up.
+    for (const subject of subjects) await round(subject, WARM_UP_MS);
     for (let r = 0; r < ROUNDS; r++)
       for (const subject of subjects) subject.samples.push(await round(subject, ROUND_MS));
     for (const subject of subjects) for (const client of subject.clients) client.close();
@@ -289,7 +291,11 @@ export async function benchRl(): Promise<BenchResult> {
         clients: CLIENTS,
         rounds: ROUNDS,
         roundMs: ROUND_MS,
-        rows: rows.map((row, i) => ({ ...row, ...ratios[i] })),
+        rows: rows.map((row, i) => ({
+          ...row,
+          ...ratios[i],
+          roundsStepsPerSecond: subjects[i]?.samples.map((sample) => Math.round(sample.stepsPerSecond)),
+        })),
         ...(pythonSkipped ? { pythonSkipped } : {}),
       },
       ...(pass === undefined ? {} : { pass }),
