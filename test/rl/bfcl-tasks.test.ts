@@ -257,6 +257,33 @@ describe("bfclTaskSet", () => {
     expect(last.observation.metadata.end_reason).toBe("max_steps");
   });
 
+  it("miss_func over the protocol: a withheld function is not found until its turn, then listed and callable", async () => {
+    const entry = item(MISS_FUNC, "multi_turn_miss_func_0");
+    const session = open(await bfclTaskSet(MISS_FUNC, OPTIONS));
+    const reset = await observation(session, { type: "reset", data: { task_id: entry.id } });
+    expect(reset.observation.tools.map((tool: { name: string }) => tool.name)).not.toContain("touch");
+    expect(reset.observation.metadata.missed_functions).toEqual({ 2: ["touch"] });
+    const early = await observation(session, {
+      type: "step",
+      data: { type: "call_tool", tool_name: "touch", arguments: { file_name: "x.txt" } },
+    });
+    expect(early.observation.error.error_type).toBe("tool_not_found");
+    const turns = groundTruth(entry);
+    const [first, second] = await play(session, turns.slice(0, 2));
+    expect(first?.observation.result.tools_added).toBeUndefined();
+    expect(second?.observation.result.tools_added.map((tool: { name: string }) => tool.name)).toEqual([
+      "touch",
+    ]);
+    const listed = await observation(session, { type: "step", data: { type: "list_tools" } });
+    const names = listed.observation.tools.map((tool: { name: string }) => tool.name);
+    expect(names.at(-2)).toBe("touch");
+    expect(names.at(-1)).toBe("finish");
+    const [last] = await play(session, turns.slice(2));
+    expect(last?.done).toBe(true);
+    // The early call never reached the backends: the entry still passes.
+    expect(last?.reward).toBe(1);
+  });
+
   it("miss_func: withheld functions arrive with their turn; release stops the Python process", async () => {
     const set = await bfclTaskSet(MISS_FUNC, OPTIONS);
     const entry = item(MISS_FUNC, "multi_turn_miss_func_0");
@@ -291,5 +318,21 @@ describe("bfclTaskSet", () => {
       .call(start.sessionId, { name: "cd", arguments: { folder: ".." } })
       .catch((error: Error) => ({ status: "thrown", message: error.message }));
     expect(after).toMatchObject({ status: expect.stringMatching(/error|thrown/) });
+  });
+
+  it("backends that fail while checking leave the reward null, with why, never a guessed 0", async () => {
+    const start = await base.start("multi_turn_base_1", { episodeId: "e2" });
+    await start.release?.(); // the Python process is gone before the episode is scored
+    const score = await start.score?.({ reason: "user_stop" });
+    expect(score).toMatchObject({
+      reward: null,
+      breakdown: { completed: 0, state: null, response: null },
+      metadata: {
+        skipped_checks: [
+          { check: "state", reason: expect.stringMatching(/BFCL backends failed/) },
+          expect.anything(),
+        ],
+      },
+    });
   });
 });

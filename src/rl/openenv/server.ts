@@ -541,6 +541,11 @@ export class OpenEnvSession {
     if (episode.finishTool && tool === episode.finishTool) {
       const next = episode.start.onFinish ? await episode.start.onFinish(action.arguments) : { done: true };
       if (!next.done) {
+        for (const added of next.tools ?? [])
+          if (!episode.tools.has(added.name)) {
+            episode.tools.set(added.name, added);
+            episode.toolList.splice(episode.toolList.length - 1, 0, added); // the finish tool stays last
+          }
         await this.count(episode);
         return this.callResult(episode, tool.name, {
           result: { finished: false, ...(next.result ?? {}) },

@@ -35,9 +35,12 @@ export interface EpisodeStart {
   engine?: Engine;
   /**
    * Called when the finish tool is called, before the episode ends: a multi-turn task answers `done: false`
-   * with the next turn's fields (added to the call's result) to go on.
+   * with the next turn's fields (added to the call's result) to go on, and the tools the next turn adds
+   * (BFCL miss_func's withheld functions), callable from then on.
    */
-  onFinish?(finishArguments: unknown): Promise<{ done: boolean; result?: Record<string, unknown> }>;
+  onFinish?(
+    finishArguments: unknown,
+  ): Promise<{ done: boolean; result?: Record<string, unknown>; tools?: Tool[] }>;
   /** The episode's reward when it ends (over `EpisodeSource.score`). */
   score?(ended: EpisodeEnd): Promise<EpisodeScore>;
   /** What a simulated user is told to do (tau2's user scenario as text), for conversational episodes. */

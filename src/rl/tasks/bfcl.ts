@@ -67,8 +67,8 @@ export function isBfclMultiTurnEntry(value: unknown): boolean {
  * `initial_config` in a Python process of its own (BFCL's backend sources), behind an engine of its own, so
  * every call is recorded in the session's history and the session can be exported. The agent is given the
  * entry's functions and the first user turn; calling `finish` ends a turn and answers the next one, until
- * the last. Functions a miss_func entry withholds are offered from their turn on (the finish answer lists
- * them under `tools_added` and carries them as `tools`, for a server that adds tools to a running episode).
+ * the last. Functions a miss_func entry withholds are offered from their turn on, as BFCL offers them (the
+ * finish answer lists them under `tools_added`; the episode's tools grow by them).
  * The reward is BFCL's multi-turn check: the model's calls and the ground truth's replayed turn by turn on
  * two fresh worlds; `state` is 1 when every checked turn leaves the same public attributes, `response` 1
  * when every checked turn has calls and each ground-truth result is among the model's results so far,
@@ -224,7 +224,26 @@ async function startEpisode(
         // A turn announced by the finish call that used the last step was never played.
         if (ended.reason !== "finish" && modelTurns.length > 1 && modelTurns.at(-1)?.length === 0)
           modelTurns.pop();
-        return scoreBfclTurns(item, modelTurns, host, ended.reason);
+        try {
+          return await scoreBfclTurns(item, modelTurns, host, ended.reason);
+        } catch (error) {
+          // The backends failed on the replay (BFCL counts such an entry as errored): no reward, and why.
+          const reason = `the BFCL backends failed while checking: ${(error as Error).message}`;
+          return {
+            reward: null,
+            breakdown: {
+              completed: modelTurns.length === item.groundTruth.length ? 1 : 0,
+              state: null,
+              response: null,
+            },
+            metadata: {
+              skipped_checks: [
+                { check: "state", reason },
+                { check: "response", reason },
+              ],
+            },
+          };
+        }
       },
       release: () => host.close(),
     };
@@ -234,10 +253,7 @@ async function startEpisode(
   }
 }
 
-/**
- * What `onFinish` answers between turns: the next turn, and the tools it adds (miss_func's withheld
- * functions), which a server adds to the running episode's tools.
- */
+/** What `onFinish` answers between turns: the next turn, and the tools it adds (miss_func's withheld functions). */
 export interface TurnAdvance {
   done: boolean;
   result?: Record<string, unknown>;
