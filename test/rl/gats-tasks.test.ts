@@ -232,6 +232,48 @@ describe("gatsTaskSet: episodes", () => {
     }
   });
 
+  it("with a simulator model: the tools are simulated by it, as gats --dataset simulates them", async () => {
+    llm = await startScriptedLlmServer([], {
+      respond: (body) =>
+        body?.response_format?.json_schema?.name === "simulated_call"
+          ? {
+              reply: {
+                content: JSON.stringify({ status: "ok", observation: { sky: "clear" }, changes: [] }),
+              },
+            }
+          : { status: 500, error: { message: `unexpected ${body?.response_format?.json_schema?.name}` } },
+    });
+    const models = new Models({
+      config: parseConfig({
+        providers: { scripted: { type: "openai-compatible", baseURL: llm.baseURL, structuredOutputs: true } },
+        roles: { simulator: "scripted:m" },
+        retry: { retries: 0 },
+      }),
+      cache: null,
+    });
+    try {
+      const session = open(await gatsTaskSet(dataset, { models }));
+      // Task 2's state has a runtime_state already: the bootstrap (auto) leaves it, as gats does.
+      const reset = await observation(session, { type: "reset", data: { task_id: "2" } });
+      expect(reset.observation.metadata).toMatchObject({
+        simulator: "llm",
+        simulator_model: "scripted:m",
+        bootstrap: "skipped",
+      });
+      const weather = await observation(session, call("get_weather", { city: "Rome" }));
+      expect(weather.observation.result).toEqual({ sky: "clear" });
+      expect(weather.observation.metadata.simulator).toBe("llm");
+      const last = await observation(session, finish("Clear."));
+      // No checklist or judge model (roles.default unset): no reward.
+      expect(last.reward).toBeNull();
+      expect(last.observation.metadata.skipped_checks[0].reason).toMatch(
+        /roles\.checklist or roles\.default/,
+      );
+    } finally {
+      await models.close();
+    }
+  });
+
   it("a judge model that fails leaves the reward null and says why", async () => {
     llm = await startScriptedLlmServer([], {
       respond: () => ({ status: 500, error: { message: "the judge is down" } }),
