@@ -62,6 +62,7 @@ export function isGatsDatasetLine(value: unknown): boolean {
  * it and the answer; `checklist` is the share of items met (averaged over the turns; a turn never reached
  * counts 0) and is the reward; `success` is 1 when every item of every turn was met (GATS's success).
  * Without models for the checklist and judge roles both are null, and so is the reward: nothing is guessed.
+ * The turns are the user's, fixed: a served simulated user (conversational episodes) does not take part.
  */
 export async function gatsTaskSet(file: string, options: GatsTaskSetOptions = {}): Promise<TaskSet> {
   const bootstrap = options.bootstrap ?? "auto";
@@ -142,7 +143,6 @@ export async function gatsTaskSet(file: string, options: GatsTaskSetOptions = {}
           ...(world.bootstrap.error ? { bootstrap_error: world.bootstrap.error } : {}),
         },
         ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
-        userInstructions: task.turns.join("\n"),
         onFinish: async (finishArguments) => {
           await endTurn(finishArguments);
           if (ends.length >= turns) return { done: true };
