@@ -15,12 +15,10 @@ import type { McpHttpOptions } from "../mcp/server.js";
 import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
 import { UsageLedger, type UsageRecord } from "../models/usage.js";
-import { plainWorldSource } from "../rl/openenv/plain.js";
 import { type OpenEnvOptions, OpenEnvServer } from "../rl/openenv/server.js";
 import type { EpisodeSource } from "../rl/openenv/types.js";
 import { attachOpenEnvWebSocket } from "../rl/openenv/ws.js";
-import { loadTaskSets } from "../rl/tasks/load.js";
-import { taskSetSource } from "../rl/tasks/task-set.js";
+import { openEnvEpisodes, type RlServeOptions } from "../rl/serve.js";
 import { openStore } from "../sessions/open-store.js";
 import { bootstrapState } from "../sim/bootstrap.js";
 import { Engine, type SimulatorPolicy } from "../sim/engine.js";
@@ -86,11 +84,10 @@ export interface ServeOptions {
   /** The MCP endpoint's limits: live sessions in all and per token, idle time. */
   mcp?: Omit<McpHttpOptions, "quotas" | "version">;
   /** OpenEnv at /openenv/ws: capacity, idle timeout, step limit, and where episodes come from (a plain world by default). */
-  openenv?: Omit<OpenEnvOptions, "source"> & {
-    source?: EpisodeSource;
-    /** Task files (`serve --tasks`): episodes start tasks and end with a reward. */
-    tasks?: string[];
-  };
+  openenv?: Omit<OpenEnvOptions, "source" | "user"> & { source?: EpisodeSource } & Omit<
+      RlServeOptions,
+      "maxSteps"
+    >;
 }
 
 /** What `buildEngine` made: the engine and what the server around it needs to know. */
@@ -422,23 +419,45 @@ export async function startServer(options: ServeOptions): Promise<{
   const { engine, environment, models, profile, apiNames, usage } = await buildEngine(options);
   // Bootstrapping and state updates use the simulator's model; their usage is filed under the session.
   const simulatorModels = profile.models.simulator ? models : undefined;
-  // Models passed in belong to the caller, who closes them.
-  const closeModels = () => (models && models !== options.models ? models.close() : Promise.resolve());
   const metrics = new ServerMetrics({ processMetrics: true });
   const inFlight = new Drain();
-  const { tasks, source, ...openenvOptions } = options.openenv ?? {};
-  const taskSets =
-    tasks && tasks.length > 0
-      ? await loadTaskSets(tasks, {
-          engine,
-          ...(environment ? { environment } : {}),
-          ...(openenvOptions.maxSteps !== undefined ? { maxSteps: openenvOptions.maxSteps } : {}),
-        })
-      : undefined;
+  const { tasks, userModel, userTemperature, judgeModel, backends, source, ...openenvOptions } =
+    options.openenv ?? {};
+  // The user and judge models share the simulator's hub when there is one, else get one of their own.
+  let rlModels: Models | undefined;
+  const episodes = await openEnvEpisodes(
+    { engine, ...(environment ? { environment } : {}) },
+    {
+      ...(tasks ? { tasks } : {}),
+      ...(userModel !== undefined ? { userModel } : {}),
+      ...(userTemperature !== undefined ? { userTemperature } : {}),
+      ...(judgeModel !== undefined ? { judgeModel } : {}),
+      ...(backends !== undefined ? { backends } : {}),
+      ...(openenvOptions.maxSteps !== undefined ? { maxSteps: openenvOptions.maxSteps } : {}),
+    },
+    () => {
+      rlModels ??=
+        models ??
+        new Models({
+          config: loadConfig(options.config ? { path: options.config } : {}).config,
+          ledger: new TimedLedger(),
+        });
+      return rlModels;
+    },
+    (line) => process.stderr.write(`${line}\n`),
+  ).catch(async (error) => {
+    await engine.close();
+    throw error;
+  });
+  // Models passed in belong to the caller, who closes them.
+  const closeModels = async () => {
+    if (models && models !== options.models) await models.close();
+    if (rlModels && rlModels !== models) await rlModels.close();
+  };
   const openenv = new OpenEnvServer(engine, {
     ...openenvOptions,
-    source:
-      source ?? (taskSets ? taskSetSource(taskSets, () => engine.catalog.tools) : plainWorldSource(engine)),
+    source: source ?? episodes.source,
+    ...(episodes.user ? { user: episodes.user } : {}),
   });
   const app = createApp(engine, {
     profile,

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cli, spawnCli, waitForStderr } from "../helpers/cli.js";
 import { OpenEnvWsClient } from "../helpers/openenv-ws-client.js";
+import { startScriptedLlmServer, writeScriptedConfig } from "../helpers/scripted-llm-server.js";
 
 const TASKS = join(import.meta.dirname, "..", "fixtures", "tau2-retail", "tasks.json");
 
@@ -47,6 +48,84 @@ describe("serve --tasks", () => {
     }
   }, 60_000);
 
+  it("--user-model talks to the agent and --judge-model scores the NL assertions (tau2's dual control)", async () => {
+    // The scripted model plays the user (a plan, then lines; the second reply stops) and the judge.
+    const llm = await startScriptedLlmServer([], {
+      respond: (body: any) => {
+        const format = body?.response_format?.json_schema?.name;
+        if (format === "user_turn_plan")
+          return { reply: { content: JSON.stringify({ known: [], needed: [], nextStep: "ask" }) } };
+        if (format === "nl_assertion_verdicts") {
+          const count = (String(body.messages.at(-1).content).match(/^\d+\. /gm) ?? []).length;
+          const verdicts = Array.from({ length: count }, (_, i) => ({
+            index: i + 1,
+            met: true,
+            reason: "ok",
+          }));
+          return { reply: { content: JSON.stringify({ verdicts }) } };
+        }
+        const agentTurns = (body?.messages ?? []).filter((m: any) => String(m.content).startsWith("[agent]"));
+        return {
+          reply: {
+            content: agentTurns.length === 0 ? "Hi, I need help with an order." : "Thanks! ###STOP###",
+          },
+        };
+      },
+    });
+    const dir = mkdtempSync(join(tmpdir(), "serve-tasks-"));
+    const config = writeScriptedConfig(dir, llm.baseURL);
+    const run = spawnCli([
+      "--config",
+      config,
+      "serve",
+      "tau2-retail",
+      "--tasks",
+      TASKS,
+      "--user-model",
+      "scripted:user",
+      "--user-temperature",
+      "0",
+      "--judge-model",
+      "scripted:judge",
+      "--port",
+      "0",
+    ]);
+    try {
+      await waitForStderr(run, /OpenEnv: \S+ \(114 tasks/);
+      const url = /OpenEnv: (\S+)\/openenv/.exec(run.stderr())?.[1] as string;
+      const client = await OpenEnvWsClient.connect(url);
+      const reset = await client.ask({ type: "reset", data: { task_id: "2", seed: 7 } });
+      // The user speaks first; the agent is not shown the user's instructions.
+      expect(reset.data.observation.message).toEqual({
+        role: "user",
+        content: "Hi, I need help with an order.",
+      });
+      expect(reset.data.observation.instruction).toBeUndefined();
+      expect(reset.data.observation.metadata.conversational).toBe(true);
+      const reply = await client.ask({
+        type: "step",
+        data: { type: "message", content: "Sure, which order?" },
+      });
+      expect(reply.data.done).toBe(true);
+      expect(reply.data.observation.metadata.end_reason).toBe("user_stop");
+      // Judged: nl_assertions is a number now; db is tau2's check of an episode that wrote nothing.
+      const breakdown = reply.data.observation.metadata.reward_breakdown;
+      expect(breakdown.nl_assertions).toBe(1);
+      expect(typeof breakdown.db).toBe("number");
+      expect(reply.data.reward).toBe(breakdown.db);
+      const judged = llm.requests.filter(
+        (r: any) => r.body?.response_format?.json_schema?.name === "nl_assertion_verdicts",
+      );
+      expect(judged).toHaveLength(1);
+      expect(String((judged[0] as any).body.messages.at(-1).content)).toContain("Sure, which order?");
+      client.ws.close();
+    } finally {
+      run.child.kill("SIGTERM");
+      expect(await run.exit).toBe(0);
+      await llm.close();
+    }
+  }, 60_000);
+
   it("refuses bad values before anything starts, exit 2", async () => {
     const dir = mkdtempSync(join(tmpdir(), "serve-tasks-"));
     const broken = join(dir, "broken.json");
@@ -57,6 +136,11 @@ describe("serve --tasks", () => {
       [["--tasks", TASKS, "--openenv-capacity", "many"], /--openenv-capacity.*whole number/],
       [["--tasks", TASKS, "--openenv-idle-timeout", "-1"], /--openenv-idle-timeout.*seconds above 0/],
       [["--tasks", broken], /environment/],
+      [["--user-model", "scripted:user"], /give --tasks too/],
+      [["--tasks", TASKS, "--user-temperature", "3"], /--user-temperature.*from 0 to 2/],
+      [["--tasks", TASKS, "--user-temperature", "0.5"], /--user-temperature needs --user-model/],
+      [["--tasks", TASKS, "--backends", join(dir, "nowhere")], /--backends .*no such folder/],
+      [["--tasks", TASKS, "--judge-model", "nosuchprovider:judge"], /nosuchprovider/],
     ];
     for (const [flags, message] of cases) {
       const result = await cli(["serve", "tau2-retail", "--port", "0", ...flags]);

@@ -53,6 +53,10 @@ interface ServeCliOptions {
   maxSteps?: number;
   openenvCapacity?: number;
   openenvIdleTimeout?: number;
+  userModel?: string;
+  userTemperature?: number;
+  judgeModel?: string;
+  backends?: string;
 }
 
 /**
@@ -97,6 +101,14 @@ export function parsePolicy(text: string): SimulatorPolicy {
   }
   if (Object.keys(policy.tools).length === 0) delete (policy as { tools?: unknown }).tools;
   return policy as SimulatorPolicy;
+}
+
+/** `--user-temperature`: a number from 0 to 2. */
+export function parseTemperature(value: string): number {
+  const temperature = Number(value.trim());
+  if (value.trim() === "" || !Number.isFinite(temperature) || temperature < 0 || temperature > 2)
+    throw new InvalidArgumentError(`expected a temperature from 0 to 2, got "${value}"`);
+  return temperature;
 }
 
 /** `--keep-alive-timeout`: seconds above 0, at most an hour. */
@@ -234,6 +246,16 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       parsePositiveInteger,
     )
     .option(
+      "--user-model <model>",
+      "with --tasks: a simulated user (provider:model) talks to the agent in task episodes ({type: message} actions; the user speaks first and its stop token ends the episode)",
+    )
+    .option("--user-temperature <t>", "the simulated user's temperature, 0 to 2 (default 0.7)", parseTemperature)
+    .option(
+      "--judge-model <model>",
+      "with --tasks: a model (provider:model) scores the checks that need one (tau2's NL assertions); without it they are null and left out of the reward",
+    )
+    .option("--backends <dir>", "BFCL's Python backend sources, for BFCL multi-turn --tasks files")
+    .option(
       "--openenv-capacity <n>",
       `OpenEnv episodes (WebSocket connections and HTTP episodes) at once; more get CAPACITY_REACHED (default ${DEFAULT_MAX_EPISODES})`,
       parsePositiveInteger,
@@ -297,6 +319,15 @@ the start-up lines and GET /health say whether it is on and with which model.
       const db = withPasswordFile(options.db, options.dbPasswordFile);
       for (const file of options.tasks ?? [])
         if (!existsSync(file)) throw new TerrariumError("INVALID_INPUT", `--tasks ${file}: no such file`);
+      if (!options.tasks && (options.userModel ?? options.judgeModel ?? options.backends) !== undefined)
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          "--user-model, --judge-model and --backends are for task episodes: give --tasks too",
+        );
+      if (options.userTemperature !== undefined && options.userModel === undefined)
+        throw new TerrariumError("INVALID_INPUT", "--user-temperature needs --user-model");
+      if (options.backends !== undefined && !existsSync(options.backends))
+        throw new TerrariumError("INVALID_INPUT", `--backends ${options.backends}: no such folder`);
       const server = await startServer({
         sources,
         simulator: policy,
@@ -330,6 +361,10 @@ the start-up lines and GET /health say whether it is on and with which model.
           ...(options.openenvIdleTimeout !== undefined
             ? { idleTimeoutMs: options.openenvIdleTimeout * 1000 }
             : {}),
+          ...(options.userModel !== undefined ? { userModel: options.userModel } : {}),
+          ...(options.userTemperature !== undefined ? { userTemperature: options.userTemperature } : {}),
+          ...(options.judgeModel !== undefined ? { judgeModel: options.judgeModel } : {}),
+          ...(options.backends !== undefined ? { backends: options.backends } : {}),
         },
       });
       io.stderr.write(describeLoad(server.engine.catalog));

@@ -12,6 +12,10 @@ export interface TaskSetContext {
   environment?: Environment;
   judge?: Judge;
   maxSteps?: number;
+  /** A simulated user talks to the agent: the agent is not shown the user's instructions. */
+  conversational?: boolean;
+  /** BFCL's Python backend sources (BFCL multi-turn files). */
+  backends?: string;
 }
 
 /**
@@ -29,6 +33,7 @@ export async function loadTaskSets(files: readonly string[], context: TaskSetCon
         ...(context.environment ? { environment: context.environment } : {}),
         ...(context.judge ? { judge: context.judge } : {}),
         ...(context.maxSteps !== undefined ? { maxSteps: context.maxSteps } : {}),
+        ...(context.conversational ? { conversational: true } : {}),
       }),
     );
   }

@@ -18,6 +18,11 @@ export interface Tau2TaskSetOptions {
   judge?: Judge;
   /** Steps after which an episode ends (tau2 then scores 0, as a premature termination). */
   maxSteps?: number;
+  /**
+   * A simulated user gets the instruction and talks to the agent (tau2's setting): the reset observation
+   * then leaves the instruction out, since it is the user's to tell.
+   */
+  conversational?: boolean;
 }
 
 /**
@@ -74,7 +79,7 @@ export async function tau2TaskSet(options: Tau2TaskSetOptions): Promise<TaskSet>
         sessionId,
         tools: engine.catalog.tools,
         finishTool: FINISH_TOOL,
-        observation: { instruction: task.instruction },
+        ...(options.conversational ? {} : { observation: { instruction: task.instruction } }),
         ...(engine !== options.engine ? { engine } : {}),
         ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
         userInstructions: task.instruction,
