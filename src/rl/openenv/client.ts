@@ -304,7 +304,8 @@ export class OpenEnvClient {
         }, this.timeoutMs);
         this.pending = { resolve, reject, timer };
         this.ws.send(JSON.stringify(message), (error) => {
-          if (error) this.failPending(new OpenEnvClientError("CONNECTION_CLOSED", error.message));
+          if (error)
+            this.failPending(this.unsolicited ?? new OpenEnvClientError("CONNECTION_CLOSED", error.message));
         });
       });
       if (answer.type === "error") {
