@@ -40,7 +40,10 @@ export async function openEnvEpisodes(
       ["--judge-model", options.judgeModel],
     ] as const)
       if (given !== undefined)
-        throw new TerrariumError("INVALID_INPUT", `${flag} scores or talks in task episodes: give --tasks too`);
+        throw new TerrariumError(
+          "INVALID_INPUT",
+          `${flag} scores or talks in task episodes: give --tasks too`,
+        );
     return { source: plainWorldSource(served.engine) };
   }
   let judge: ReturnType<typeof createRewardJudge> | undefined;
@@ -69,6 +72,7 @@ export async function openEnvEpisodes(
     ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
     ...(options.backends !== undefined ? { backends: options.backends } : {}),
     conversational: user !== undefined,
+    models,
   });
   return { source: taskSetSource(sets, () => served.engine.catalog.tools), ...(user ? { user } : {}) };
 }

@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { startServer } from "../../src/server/index.js";
 import { cli, spawnCli, waitForStderr } from "../helpers/cli.js";
 import { OpenEnvWsClient } from "../helpers/openenv-ws-client.js";
 import { startScriptedLlmServer, writeScriptedConfig } from "../helpers/scripted-llm-server.js";
@@ -147,5 +148,54 @@ describe("serve --tasks", () => {
       expect(result.code, flags.join(" ")).toBe(2);
       expect(result.stderr, flags.join(" ")).toMatch(message);
     }
+  });
+});
+
+describe("serve --tasks dispatches on the file's first record", () => {
+  it("a BFCL multi-turn file (with --backends) serves BFCL episodes scored by BFCL's checks", async () => {
+    const dir = join(import.meta.dirname, "..", "fixtures", "bfcl-multi-turn");
+    const server = await startServer({
+      sources: ["bank"],
+      port: 0,
+      openenv: { tasks: [join(dir, "BFCL_v3_multi_turn_base.json")], backends: join(dir, "backends") },
+    });
+    const client = await OpenEnvWsClient.connect(server.url);
+    try {
+      const taskId = server.openenv.source.taskIds?.[0] as string;
+      const reset = await client.ask({ type: "reset", data: { task_id: taskId } });
+      expect(reset.type, JSON.stringify(reset)).toBe("observation");
+      expect(reset.data.observation).toMatchObject({ turn: 0 });
+      expect(reset.data.observation.metadata.format).toBe("bfcl_multi_turn");
+      // Finishing every turn without a call fails BFCL's check (the ground truth expects calls).
+      let last = reset;
+      for (let turn = 0; turn < (reset.data.observation.turns as number) && !last.data.done; turn++)
+        last = await client.ask({
+          type: "step",
+          data: { type: "call_tool", tool_name: "finish", arguments: {} },
+        });
+      expect(last.data.done).toBe(true);
+      expect(last.data.reward).toBe(0);
+      expect(Object.keys(last.data.observation.metadata.reward_breakdown).sort()).toEqual([
+        "completed",
+        "response",
+        "state",
+      ]);
+    } finally {
+      client.ws.close();
+      await server.close();
+    }
+  }, 60_000);
+
+  it("a BFCL file without --backends is refused before serving", async () => {
+    const file = join(
+      import.meta.dirname,
+      "..",
+      "fixtures",
+      "bfcl-multi-turn",
+      "BFCL_v3_multi_turn_base.json",
+    );
+    await expect(startServer({ sources: ["bank"], port: 0, openenv: { tasks: [file] } })).rejects.toThrow(
+      /--backends/,
+    );
   });
 });
