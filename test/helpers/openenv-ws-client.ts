@@ -29,6 +29,10 @@ export class OpenEnvWsClient {
     if (this.queue.length > 0) return Promise.resolve(this.queue.shift());
     return new Promise((resolve) => this.waiting.push(resolve));
   }
+  /** Sends without waiting (pipelining); read the answers with `next`. */
+  send(message: unknown): void {
+    this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
+  }
   ask(message: unknown): Promise<any> {
     this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
     return this.next();

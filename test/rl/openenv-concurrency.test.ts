@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WebSocket } from "ws";
 import { Catalog } from "../../src/catalog/index.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { toImmutableJson } from "../../src/core/immutable-json.js";
@@ -9,6 +8,7 @@ import { loadEnvironment } from "../../src/envs/load.js";
 import { startServer } from "../../src/server/index.js";
 import { MemoryStore } from "../../src/sessions/memory-store.js";
 import { CodeSimulator, Engine } from "../../src/sim/index.js";
+import { OpenEnvWsClient as Client } from "../helpers/openenv-ws-client.js";
 
 /**
  * Many episodes at once: 32 WebSocket connections run 100 steps each on bank, all at the same time, with
@@ -27,37 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
 });
-
-/** Answers in the order they come; a message that arrives before it is asked for waits in a queue. */
-class Client {
-  private readonly queue: any[] = [];
-  private readonly waiting: Array<(value: any) => void> = [];
-  readonly closed: Promise<number>;
-  constructor(readonly ws: WebSocket) {
-    ws.on("message", (raw) => {
-      const value = JSON.parse(raw.toString());
-      const next = this.waiting.shift();
-      if (next) next(value);
-      else this.queue.push(value);
-    });
-    this.closed = new Promise((resolve) => ws.once("close", (code) => resolve(code)));
-  }
-  static connect(url: string): Promise<Client> {
-    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/openenv/ws`);
-    const client = new Client(ws);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => resolve(client));
-      ws.once("error", reject);
-    });
-  }
-  send(message: unknown): void {
-    this.ws.send(JSON.stringify(message));
-  }
-  next(): Promise<any> {
-    if (this.queue.length > 0) return Promise.resolve(this.queue.shift());
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-}
 
 /** What a step is expected to do: reach the engine (and be entry N of the history) or be answered before. */
 interface Planned {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { startServer } from "../../src/server/index.js";
+import { OpenEnvWsClient as Client } from "../helpers/openenv-ws-client.js";
 
 /** OpenEnv over a real WebSocket at /openenv/ws of `startServer`: a round trip, tokens, capacity. */
 type Started = Awaited<ReturnType<typeof startServer>>;
@@ -19,38 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([open.close(), secured.close(), small.close(), impatient.close()]);
 });
-
-/** A client that reads answers in order (messages that come before they are asked for wait in a queue). */
-class Client {
-  private readonly queue: unknown[] = [];
-  private waiting: Array<(value: unknown) => void> = [];
-  readonly closed: Promise<number>;
-  constructor(readonly ws: WebSocket) {
-    ws.on("message", (raw) => {
-      const value = JSON.parse(raw.toString());
-      const next = this.waiting.shift();
-      if (next) next(value);
-      else this.queue.push(value);
-    });
-    this.closed = new Promise((resolve) => ws.once("close", (code) => resolve(code)));
-  }
-  static connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
-    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/openenv/ws`, { headers });
-    const client = new Client(ws);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => resolve(client));
-      ws.once("error", reject);
-    });
-  }
-  next(): Promise<any> {
-    if (this.queue.length > 0) return Promise.resolve(this.queue.shift());
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-  ask(message: unknown): Promise<any> {
-    this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
-    return this.next();
-  }
-}
 
 describe("/openenv/ws", () => {
   it("reset, list_tools, call_tool valid and invalid, state, error, close", async () => {
