@@ -3,6 +3,7 @@ import {
   type QuickJSContext,
   type QuickJSEmscriptenModule,
   type QuickJSHandle,
+  type QuickJSRuntime,
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
   RELEASE_SYNC,
@@ -11,14 +12,17 @@ import {
 import { isPlainObject } from "../../catalog/json-schema.js";
 import { HeapGuard } from "./heap.js";
 import { GUEST_PRELUDE } from "./prelude.js";
+import { HeapSnapshot } from "./snapshot.js";
 
 /**
  * The QuickJS (WebAssembly) engine that runs sandboxed tools. It runs inside the sandbox's worker threads
  * (pool.ts, worker.ts): one WebAssembly module (the release-sync variant) is loaded per thread and shared
- * by that thread's calls; it is loaded through newQuickJSWASMModuleFromVariant rather
- * than getQuickJS so that the sandbox owns its memory (see heap.ts). Every call gets its own runtime and
- * context, created for the call and disposed after it, so nothing a tool does survives it. The guest sees only what the prelude gives it (no file system, network,
- * process, timers or module loader: the release build has none of them, and no module loader is set).
+ * by that thread's calls; it is loaded through newQuickJSWASMModuleFromVariant rather than getQuickJS so
+ * that the sandbox owns its memory (see heap.ts). Its one runtime and context, with the prelude, are made
+ * once and snapshotted (snapshot.ts); every call starts from that snapshot and the snapshot is written back
+ * after it, so nothing a tool does survives its call, and no call pays for building a context. The guest
+ * sees only what the prelude gives it (no file system, network, process, timers or module loader: the
+ * release build has none of them, and no module loader is set).
  *
  * Limits: a time limit (an interrupt handler with a deadline), a memory limit (QuickJS's own limit plus a
  * cap on the WebAssembly heap, see heap.ts, because QuickJS's accounting under Emscripten only counts
@@ -124,6 +128,8 @@ export function sandboxEngine(): Promise<SandboxEngine> {
 
 export class SandboxEngine {
   private discarded = false;
+  private warm: Warm | undefined;
+  private active: ActiveCall | undefined;
 
   private constructor(
     private readonly module: QuickJSWASMModule,
@@ -160,7 +166,7 @@ export class SandboxEngine {
   /** Like run, but answers with the unread outcome (what a worker thread sends back to the host). */
   execute(request: GuestRequest, host: GuestHost, limits: GuestLimits, pace?: Pace): RawOutcome {
     try {
-      return this.runInFreshContext(request, host, limits, pace);
+      return this.runWarm(request, host, limits, pace);
     } catch (error) {
       this.discard();
       const overflow = error instanceof RangeError && /call stack/i.test(error.message);
@@ -178,106 +184,124 @@ export class SandboxEngine {
   private discard(): void {
     if (this.discarded) return;
     this.discarded = true;
+    this.warm = undefined;
     if (current === this) {
       current = undefined;
       loading = undefined;
     }
   }
 
-  private runInFreshContext(
-    request: GuestRequest,
-    host: GuestHost,
-    limits: GuestLimits,
-    pace: Pace | undefined,
-  ): RawOutcome {
+  /**
+   * The runtime and context every call of this engine runs in: made once, with the host functions and
+   * the prelude, then snapshotted (snapshot.ts). Each call starts from that snapshot and the snapshot is
+   * written back after it, so a call sees exactly what the first would have seen.
+   */
+  private prepare(): Warm {
+    const runtime = this.module.newRuntime();
+    runtime.setMaxStackSize(MAX_STACK_BYTES);
+    runtime.setInterruptHandler(() => {
+      const call = this.active;
+      if (!call || call.deadline === Number.POSITIVE_INFINITY) return false;
+      call.pace?.(call.deadline);
+      if (performance.now() <= call.deadline) return false;
+      call.timedOut = true;
+      return true;
+    });
+    const context = runtime.newContext();
     const scope = new Scope();
-    let healthy = false;
-    let release: (() => void) | undefined;
     try {
-      const runtime = scope.manage(this.module.newRuntime());
-      runtime.setMaxStackSize(MAX_STACK_BYTES);
-      let deadline = Number.POSITIVE_INFINITY;
-      let timedOut = false;
-      runtime.setInterruptHandler(() => {
-        if (pace && deadline !== Number.POSITIVE_INFINITY) pace(deadline);
-        if (performance.now() <= deadline) return false;
-        timedOut = true;
-        return true;
-      });
-      const context = scope.manage(runtime.newContext());
-      let rejection: { message: string; detailsText?: string } | undefined;
       const hostObject = scope.manage(context.newObject());
-      const expose = (name: string, body: (...args: QuickJSHandle[]) => QuickJSHandle | undefined) => {
+      const expose = (
+        name: string,
+        body: (call: ActiveCall, ...args: QuickJSHandle[]) => QuickJSHandle | undefined,
+      ) => {
         const fn = scope.manage(
-          context.newFunction(name, (...args) => this.heap.unguarded(() => body(...args))),
+          context.newFunction(name, (...args) =>
+            this.heap.unguarded(() => {
+              const call = this.active;
+              if (!call) throw new Error("no call is running");
+              return body(call, ...args);
+            }),
+          ),
         );
         context.setProp(hostObject, name, fn);
       };
-      expose("now", () => context.newString(host.now()));
-      expose("clock", () => context.newNumber(host.clock()));
-      expose("random", () => context.newNumber(host.random()));
-      expose("id", (prefix) =>
+      expose("now", (call) => context.newString(call.host.now()));
+      expose("clock", (call) => context.newNumber(call.host.clock()));
+      expose("random", (call) => context.newNumber(call.host.random()));
+      expose("id", (call, prefix) =>
         context.newString(
-          host.id(prefix && context.typeof(prefix) === "string" ? context.getString(prefix) : undefined),
+          call.host.id(prefix && context.typeof(prefix) === "string" ? context.getString(prefix) : undefined),
         ),
       );
-      expose("fail", (message, details) => {
+      expose("fail", (call, message, details) => {
         // The first rejection wins: a tool that catches its own ctx.fail still fails.
-        if (rejection) return undefined;
-        rejection = {
+        if (call.rejection) return undefined;
+        const rejection: { message: string; detailsText?: string } = {
           message: message && context.typeof(message) === "string" ? context.getString(message) : "rejected",
         };
         // Read as text here and parsed by classify, on the host's side.
         if (details && context.typeof(details) === "string")
           rejection.detailsText = context.getString(details);
+        call.rejection = rejection;
         return undefined;
       });
-
       const factory = scope.manage(unwrap(context, context.evalCode(GUEST_PRELUDE, "terrarium-prelude.js")));
-      const drive = scope.manage(
-        unwrap(context, context.callFunction(factory, context.undefined, hostObject)),
-      );
-      const source = scope.manage(context.newString(request.code));
-      const input = scope.manage(context.newString(request.input));
+      // The prelude's closure keeps the host object and its functions alive; only `drive` is held here.
+      const drive = unwrap(context, context.callFunction(factory, context.undefined, hostObject));
+      scope.dispose();
+      return { runtime, context, drive, snapshot: new HeapSnapshot(this.heap.memory) };
+    } catch (error) {
+      scope.dispose();
+      throw error;
+    }
+  }
+
+  private runWarm(
+    request: GuestRequest,
+    host: GuestHost,
+    limits: GuestLimits,
+    pace: Pace | undefined,
+  ): RawOutcome {
+    if (!this.warm) this.warm = this.prepare();
+    const { runtime, context, drive, snapshot } = this.warm;
+    const call: ActiveCall = { host, pace, deadline: Number.POSITIVE_INFINITY, timedOut: false };
+    this.active = call;
+    let release: (() => void) | undefined;
+    try {
+      // Handles made from here on are never freed one by one: restoring the snapshot frees them all.
+      const source = context.newString(request.code);
+      const input = context.newString(request.input);
 
       runtime.setMemoryLimit(limits.memoryLimitBytes);
       release = this.heap.arm(limits.memoryLimitBytes);
-      deadline = performance.now() + limits.timeLimitMs;
-      const call = context.callFunction(drive, context.undefined, source, input);
+      call.deadline = performance.now() + limits.timeLimitMs;
+      const result = context.callFunction(drive, context.undefined, source, input);
       // The driver answers with a string, or a promise of one when the tool is async.
       let answer: QuickJSHandle | undefined;
       let settled = true;
       let escapedNull = false;
-      if (call.error) {
+      if (result.error) {
         // QuickJS throws null when it runs out of memory while building the error itself.
-        escapedNull = context.sameValue(call.error, context.null);
-        call.error.dispose();
+        escapedNull = context.sameValue(result.error, context.null);
+      } else if (context.typeof(result.value) === "string") {
+        answer = result.value;
       } else {
-        const value = scope.manage(call.value);
-        if (context.typeof(value) === "string") {
-          answer = value;
-        } else {
-          while (!timedOut && !this.heap.tripped) {
-            const jobs = runtime.executePendingJobs();
-            if (jobs.error) {
-              jobs.error.dispose();
-              break;
-            }
-            if (jobs.value === 0) break;
-          }
-          const promise = context.getPromiseState(value);
-          if (promise.type === "fulfilled") {
-            if (!promise.notAPromise) answer = scope.manage(promise.value);
-          } else if (promise.type === "rejected") {
-            promise.error.dispose();
-          } else {
-            settled = false;
-          }
+        while (!call.timedOut && !this.heap.tripped) {
+          const jobs = runtime.executePendingJobs();
+          if (jobs.error) break;
+          if (jobs.value === 0) break;
+        }
+        const promise = context.getPromiseState(result.value);
+        if (promise.type === "fulfilled") {
+          if (!promise.notAPromise) answer = promise.value;
+        } else if (promise.type !== "rejected") {
+          settled = false;
         }
       }
       release();
       release = undefined;
-      deadline = Number.POSITIVE_INFINITY;
+      call.deadline = Number.POSITIVE_INFINITY;
       // Read only once the cap is lifted: copying the answer out must not be what runs out of memory.
       const text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
 
@@ -285,23 +309,39 @@ export class SandboxEngine {
       const outcome: RawOutcome = {
         kind: "ran",
         ...(text !== undefined ? { text } : {}),
-        timedOut,
+        timedOut: call.timedOut,
         memory,
         settled,
-        ...(rejection ? { rejection } : {}),
+        ...(call.rejection ? { rejection: call.rejection } : {}),
       };
-      // After running out of memory QuickJS can leave objects it never frees (an endless promise chain
-      // does), and freeing the runtime then aborts on an assertion. The module is dropped instead: the
-      // next call loads a fresh one (a few milliseconds) and this heap goes with the old one.
+      // After running out of memory the module is dropped rather than restored, so the memory the guest
+      // made the heap grow to goes with it; the next call loads a fresh one (a few milliseconds).
       if (memory) this.discard();
-      else healthy = true;
+      else snapshot.restore();
       return outcome;
     } finally {
       release?.();
-      // After a failure of the engine itself the handles cannot be freed safely; the module is dropped.
-      if (healthy) scope.dispose();
+      this.active = undefined;
     }
   }
+}
+
+/** The engine's one runtime and context, and the snapshot every call starts from. */
+interface Warm {
+  runtime: QuickJSRuntime;
+  context: QuickJSContext;
+  drive: QuickJSHandle;
+  snapshot: HeapSnapshot;
+}
+
+/** What the host functions and the interrupt handler need to know about the running call. */
+interface ActiveCall {
+  host: GuestHost;
+  pace: Pace | undefined;
+  /** performance.now() time; infinite while the host itself works in the engine. */
+  deadline: number;
+  timedOut: boolean;
+  rejection?: { message: string; detailsText?: string };
 }
 
 /**

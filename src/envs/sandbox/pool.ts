@@ -13,7 +13,15 @@ import {
   type GuestOutcome,
   type GuestRequest,
 } from "./engine.js";
-import type { HostAnswer, HostCall, RunMessage, SandboxWorkerData, WorkerMessage } from "./protocol.js";
+import type {
+  HostAnswer,
+  HostCall,
+  RunMessage,
+  SandboxWorkerData,
+  SourceUse,
+  WorkerMessage,
+} from "./protocol.js";
+import { SourceLease } from "./sources.js";
 
 /**
  * Sandboxed tool calls run in worker threads, so that a tool that loops or allocates holds one worker,
@@ -71,9 +79,16 @@ export interface SandboxPoolStats {
 
 interface Job {
   request: GuestRequest;
-  host: GuestHost;
+  host: GuestHost | SourceLease;
   limits: GuestLimits;
   resolve(outcome: GuestOutcome): void;
+}
+
+/** Ends a job: the lease's sources are settled (from the worker's report, when there is one) first. */
+function settleJob(job: Job | undefined, outcome: GuestOutcome, used?: SourceUse): void {
+  if (!job) return;
+  if (job.host instanceof SourceLease) job.host.settle(used);
+  job.resolve(outcome);
 }
 
 interface Slot {
@@ -122,8 +137,11 @@ export class SandboxPool {
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
   }
 
-  /** Runs one tool call in a worker. Never rejects for anything the guest does. */
-  run(request: GuestRequest, host: GuestHost, limits: GuestLimits): Promise<GuestOutcome> {
+  /**
+   * Runs one tool call in a worker. Never rejects for anything the guest does. A SourceLease as host sends
+   * values drawn ahead with the call (sources.ts); any other host is asked for each value.
+   */
+  run(request: GuestRequest, host: GuestHost | SourceLease, limits: GuestLimits): Promise<GuestOutcome> {
     if (this.closed) return Promise.reject(new TerrariumError("INTERNAL", "the sandbox pool is closed"));
     return new Promise((resolve) => {
       this.queue.push({ request, host, limits, resolve });
@@ -178,7 +196,7 @@ export class SandboxPool {
     for (const slot of [...this.slots]) {
       this.drop(slot);
       stopping.push(slot.worker.terminate());
-      slot.job?.resolve(engineStop("the sandbox pool was closed"));
+      settleJob(slot.job, engineStop("the sandbox pool was closed"));
     }
     for (const job of this.queue.splice(0)) job.resolve(engineStop("the sandbox pool was closed"));
     await Promise.allSettled(stopping);
@@ -255,6 +273,8 @@ export class SandboxPool {
       timeLimitMs: job.limits.timeLimitMs,
       memoryLimitBytes: job.limits.memoryLimitBytes,
     };
+    // Drawn now, not when queued: a clock's readings belong to the moment the call starts.
+    if (job.host instanceof SourceLease) message.tapes = job.host.draw();
     slot.worker.postMessage(message);
     slot.timers.push(setTimeout(() => this.overrun(slot), job.limits.timeLimitMs + this.graceMs));
   }
@@ -265,11 +285,11 @@ export class SandboxPool {
     this.terminated++;
     this.drop(slot);
     void slot.worker.terminate();
-    job?.resolve({ kind: "stopped", reason: "time" });
+    settleJob(job, { kind: "stopped", reason: "time" });
     this.pump();
   }
 
-  private finish(slot: Slot, id: number, outcome: GuestOutcome, broken = false): void {
+  private finish(slot: Slot, id: number, outcome: GuestOutcome, used: SourceUse, broken = false): void {
     const job = slot.job;
     if (!job || id !== slot.jobId) return;
     if (broken) {
@@ -279,7 +299,7 @@ export class SandboxPool {
       this.drop(slot);
       void slot.worker.terminate();
       if (!this.closed && this.slots.size < this.size) this.spawn();
-      job.resolve(outcome);
+      settleJob(job, outcome, used);
       this.pump();
       return;
     }
@@ -287,7 +307,7 @@ export class SandboxPool {
     slot.job = undefined;
     slot.slow = false;
     slot.worker.unref();
-    job.resolve(outcome);
+    settleJob(job, outcome, used);
     this.pump();
     if (!slot.job && this.slots.has(slot) && this.slots.size > this.size) {
       slot.idleTimer = setTimeout(() => {
@@ -338,7 +358,7 @@ export class SandboxPool {
         this.pump();
       } else if (message.type === "done") {
         const broken = message.raw.kind === "failed" && message.raw.reason === "engine";
-        this.finish(slot, message.id, classify(message.raw), broken);
+        this.finish(slot, message.id, classify(message.raw), message.used, broken);
       } else if (message.type === "broken") {
         this.fail(slot, `the QuickJS engine could not load: ${message.message}`);
       }
@@ -386,7 +406,8 @@ export class SandboxPool {
     const job = slot.job;
     this.drop(slot);
     void slot.worker.terminate();
-    job?.resolve(
+    settleJob(
+      job,
       /out of memory/i.test(message) ? { kind: "stopped", reason: "memory" } : engineStop(message),
     );
     this.pump();

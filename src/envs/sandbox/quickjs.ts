@@ -8,6 +8,7 @@ import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementati
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
 import type { GuestLimits, GuestOutcome } from "./engine.js";
 import { type SandboxPool, sandboxPool } from "./pool.js";
+import { type SourceForecast, SourceLease } from "./sources.js";
 
 /**
  * Environments whose tools are untrusted JavaScript (written by a model or a user), run in a QuickJS
@@ -190,17 +191,16 @@ function sandboxedRun(
   pool: () => SandboxPool,
   report: Report,
 ) {
-  return async ({ state, args, clock, now, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
+  // How many clock readings, random numbers and ids to draw ahead: what the tool's last call took.
+  let forecast: SourceForecast = { clock: 1, random: 1, ids: 1 };
+  return async ({ state, args, clock, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
+    const lease = new SourceLease({ clock, random, ids }, forecast);
     const outcome = await pool().run(
       { code: tool.code, input: JSON.stringify({ state, args }) },
-      {
-        now,
-        clock: () => clock.now(),
-        random: () => random.next(),
-        id: (prefix) => ids.next(prefix),
-      },
+      lease,
       limits,
     );
+    if (lease.used) forecast = lease.used;
     return settle(outcome, state, limits, (what, detail) => report(tool.name, what, detail));
   };
 }

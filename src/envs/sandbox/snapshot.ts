@@ -1,0 +1,151 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { WasmMemory } from "./heap.js";
+
+/**
+ * A copy of the sandbox engine's whole state, taken once a runtime, a context and the prelude are ready,
+ * and written back after every call. QuickJS keeps everything it has (runtime, context, atoms, objects,
+ * the allocator's own bookkeeping) in the WebAssembly memory, so writing those bytes back returns the
+ * engine to exactly the state it had before the call: whatever a tool changed (globals, built-ins,
+ * prototypes, pending jobs, memory it leaked) is gone, at the cost of copying some hundred kilobytes
+ * instead of building a runtime and a context (about a millisecond) for every call.
+ *
+ * What is copied: the static data (the C globals, the allocator's state) and the heap up to its last used
+ * byte. The C stack between them is not: between calls no C frame is live, so its contents are dead.
+ * The stack's place is read from the WebAssembly file (the stack pointer's initial value is the stack's
+ * top and the heap's start; the stack is the release build's 5 MiB below it). When the file cannot be
+ * read or does not look like that, everything below the heap's last used byte is copied instead (slower,
+ * as exact). Bytes past the last used one are free space of the allocator, whose contents nothing reads.
+ */
+
+/** The release build's C stack (emscripten's STACK_SIZE). */
+const STACK_BYTES = 5 * 1024 * 1024;
+const PAGE_BYTES = 65_536;
+
+export interface MemoryLayout {
+  /** End of the static data (the first byte of the C stack). */
+  staticEnd: number;
+  /** Start of the heap (the top of the C stack). */
+  heapStart: number;
+}
+
+/** Copies everything when the layout is unknown: [0, heapStart) then is the static part. */
+const WHOLE: MemoryLayout = { staticEnd: 0, heapStart: 0 };
+
+let layout: MemoryLayout | undefined;
+
+/** The layout of the release-sync build, read once per thread from its WebAssembly file. */
+export function memoryLayout(): MemoryLayout {
+  if (!layout) {
+    try {
+      const file = createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm");
+      layout = readLayout(readFileSync(file));
+    } catch {
+      layout = WHOLE;
+    }
+  }
+  return layout;
+}
+
+/**
+ * Reads the stack pointer's initial value (the module's first global) and the end of its data segments.
+ * Exported for the tests; answers WHOLE for anything unexpected.
+ */
+export function readLayout(bytes: Uint8Array): MemoryLayout {
+  let at = 8; // magic and version
+  const byte = () => {
+    if (at >= bytes.length) throw new RangeError("truncated");
+    return bytes[at++] as number;
+  };
+  const unsigned = () => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      const b = byte();
+      value += (b & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (!(b & 0x80)) return value;
+    }
+  };
+  const signed32 = () => {
+    let value = 0;
+    let shift = 0;
+    let b: number;
+    do {
+      b = byte();
+      value |= (b & 0x7f) << shift;
+      shift += 7;
+    } while (b & 0x80);
+    return shift < 32 && b & 0x40 ? value | (-1 << shift) : value;
+  };
+  let stackTop: number | undefined;
+  let dataEnd = 0;
+  while (at < bytes.length) {
+    const id = byte();
+    const size = unsigned();
+    const end = at + size;
+    if (id === 6) {
+      // Global section: the first global is emscripten's stack pointer, an i32 set by i32.const.
+      unsigned(); // count
+      byte(); // value type
+      byte(); // mutability
+      if (byte() === 0x41) stackTop = signed32();
+    } else if (id === 11) {
+      const count = unsigned();
+      for (let i = 0; i < count; i++) {
+        const flags = unsigned();
+        if (flags !== 0) return WHOLE; // passive or indexed segments: not the layout described above
+        if (byte() !== 0x41) return WHOLE;
+        const offset = signed32();
+        if (byte() !== 0x0b) return WHOLE;
+        const length = unsigned();
+        dataEnd = Math.max(dataEnd, offset + length);
+        at += length;
+      }
+    }
+    at = end;
+  }
+  if (stackTop === undefined || stackTop - STACK_BYTES < dataEnd) return WHOLE;
+  return { staticEnd: stackTop - STACK_BYTES, heapStart: stackTop };
+}
+
+export class HeapSnapshot {
+  private readonly staticPart: Uint8Array;
+  private readonly heapPart: Uint8Array;
+  private readonly heapStart: number;
+
+  /** Takes the snapshot now. Call it between calls into the engine, never from inside one. */
+  constructor(
+    private readonly memory: WasmMemory,
+    layout: MemoryLayout = memoryLayout(),
+  ) {
+    const bytes = new Uint8Array(memory.buffer);
+    const used = lastUsedByte(bytes);
+    // A page of margin past the last non-zero byte, so the allocator's top record is surely inside.
+    const heapEnd = Math.min(bytes.length, Math.ceil((used + 1) / PAGE_BYTES) * PAGE_BYTES + PAGE_BYTES);
+    this.heapStart = Math.min(layout.heapStart, heapEnd);
+    this.staticPart = bytes.slice(0, layout.staticEnd);
+    this.heapPart = bytes.slice(this.heapStart, heapEnd);
+  }
+
+  /** Bytes written back by each restore. */
+  get size(): number {
+    return this.staticPart.length + this.heapPart.length;
+  }
+
+  /** Puts the engine back exactly as it was when the snapshot was taken. */
+  restore(): void {
+    const bytes = new Uint8Array(this.memory.buffer);
+    bytes.set(this.staticPart, 0);
+    bytes.set(this.heapPart, this.heapStart);
+  }
+}
+
+/** The index of the last non-zero byte (memory past the allocator's top has never been written). */
+function lastUsedByte(bytes: Uint8Array): number {
+  const words = new Int32Array(bytes.buffer, 0, bytes.length >> 2);
+  for (let i = words.length - 1; i >= 0; i--) {
+    if (words[i] !== 0) return i * 4 + 3;
+  }
+  return 0;
+}
