@@ -202,18 +202,26 @@ export async function scoreSession(
   return scoreStored(scoring, await engine.state(sessionId), history);
 }
 
+/** Whether a value has what scoring reads of a session export: the session, snapshots (one at least), the history. */
+export function isSessionExport(value: unknown): value is SessionExport {
+  const candidate = value as Partial<SessionExport> | null;
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.session === "object" &&
+    candidate.session !== null &&
+    Array.isArray(candidate.snapshots) &&
+    candidate.snapshots.length > 0 &&
+    Array.isArray(candidate.history)
+  );
+}
+
 /** Scores a session export (`GET /sessions/:id/export`) without an engine: its last snapshot and its history. */
 export async function scoreExport(
   options: StoredEpisodeScoring & { exported: SessionExport },
 ): Promise<RewardResult> {
   const { exported, ...scoring } = options;
-  if (
-    typeof exported !== "object" ||
-    exported === null ||
-    !Array.isArray(exported.snapshots) ||
-    exported.snapshots.length === 0 ||
-    !Array.isArray(exported.history)
-  )
+  if (!isSessionExport(exported))
     throw new TerrariumError(
       "INVALID_INPUT",
       "a session export needs snapshots (at least one) and a history",

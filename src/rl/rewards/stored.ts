@@ -4,7 +4,7 @@ import { loadEnvironment } from "../../envs/load.js";
 import type { Environment } from "../../envs/types.js";
 import type { SessionExport } from "../../sim/engine.js";
 import type { RlTask } from "../tasks/index.js";
-import { type Judge, type RewardResult, scoreExport } from "./index.js";
+import { isSessionExport, type Judge, type RewardResult, scoreExport } from "./index.js";
 
 /** The largest export read from a file or a server (the same bound as a task file). */
 export const MAX_EXPORT_BYTES = 64 * 1024 * 1024;
@@ -127,22 +127,13 @@ async function readLimited(response: Response): Promise<string> {
 }
 
 function checkExport(document: unknown, file: string): SessionExport {
-  const value = document as Partial<SessionExport> | null;
-  if (
-    typeof value !== "object" ||
-    value === null ||
-    typeof value.session !== "object" ||
-    value.session === null ||
-    !Array.isArray(value.snapshots) ||
-    value.snapshots.length === 0 ||
-    !Array.isArray(value.history)
-  )
+  if (!isSessionExport(document))
     throw new TerrariumError(
       "INVALID_INPUT",
       "not a session export: it needs session, snapshots (at least one) and history (GET /sessions/:id/export gives one)",
       { where: { file } },
     );
-  return value as SessionExport;
+  return document;
 }
 
 export interface ScoreStoredEpisodeOptions {
