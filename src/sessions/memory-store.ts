@@ -1,17 +1,50 @@
 import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
-import type { HistoryEntry, SessionContents, SessionRecord, Snapshot, Store } from "./types.js";
+import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
+import type {
+  HistoryEntry,
+  SessionContents,
+  SessionHead,
+  SessionRecord,
+  Snapshot,
+  StepState,
+  Store,
+} from "./types.js";
+
+/**
+ * A snapshot as kept: a checkpoint holds its whole state (an immutable tree, shared with its neighbours
+ * wherever they agree); any other holds only its exact changes from the snapshot before it.
+ */
+interface Kept {
+  index: number;
+  at: string;
+  reason: Snapshot["reason"];
+  state?: unknown;
+  changes?: readonly JsonChange[];
+}
 
 interface Stored {
   record: SessionRecord;
-  snapshots: Snapshot[];
+  snapshots: Kept[];
+  /** The latest snapshot, whole: what every call reads. */
+  latest: Snapshot;
   history: HistoryEntry[];
+  /** Snapshots kept as changes since the last checkpoint, and roughly how many bytes of JSON they hold. */
+  chain: { length: number; bytes: number; limit: number };
 }
+
+/** The size a chain of changes may reach before a checkpoint, at least (small states checkpoint less often). */
+const MIN_CHAIN_BYTES = 4096;
 
 /**
  * Sessions in memory: for tests, libraries and short-lived servers. Records and history entries are
- * copied in and out; states are immutable trees kept as they are, so snapshots of one session (and
- * sessions started from the same state) share every part they have in common.
+ * copied in and out; states are immutable trees kept as they are, shared with the caller.
+ *
+ * Like the SQLite store, a snapshot is kept as its exact changes from the one before, with a checkpoint
+ * (the whole state) once the changes since the last one outweigh it: a state that grows with every call
+ * (a map of transfers) is then not kept once per call, which made memory, and the collector's work per
+ * call, grow with the square of the session's length. The latest state is always kept whole, so a call
+ * reads it at no cost; an older snapshot is its checkpoint with the changes since applied in one pass.
  */
 export class MemoryStore implements Store {
   private readonly sessions = new Map<string, Stored>();
@@ -19,18 +52,35 @@ export class MemoryStore implements Store {
   async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
     if (this.sessions.has(record.id))
       throw new TerrariumError("INVALID_INPUT", `session ${record.id} already exists`);
-    const snapshot: Snapshot = {
+    const latest: Snapshot = {
       index: 0,
       at: record.createdAt,
       reason: record.parent ? "fork" : "initial",
       state: toImmutableJson(initialState ?? null),
     };
-    this.sessions.set(record.id, { record: structuredClone(record), snapshots: [snapshot], history: [] });
+    this.sessions.set(record.id, {
+      record: structuredClone(record),
+      snapshots: [{ ...latest }],
+      latest,
+      history: [],
+      chain: checkpointChain(latest.state),
+    });
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
     const stored = this.sessions.get(id);
     return stored ? structuredClone(stored.record) : undefined;
+  }
+
+  async head(id: string): Promise<SessionHead> {
+    const stored = this.get(id);
+    const last = stored.history[stored.history.length - 1];
+    return {
+      record: structuredClone(stored.record),
+      // Through latestSnapshot, so a subclass that watches reads sees this one.
+      snapshot: await this.latestSnapshot(id),
+      ...(last ? { lastCall: { index: last.index, at: last.at } } : {}),
+    };
   }
 
   async listSessions(owner?: string): Promise<SessionRecord[]> {
@@ -51,17 +101,31 @@ export class MemoryStore implements Store {
   }
 
   async latestSnapshot(id: string): Promise<Snapshot> {
-    const snapshots = this.get(id).snapshots;
-    return { ...(snapshots[snapshots.length - 1] as Snapshot) };
+    return { ...this.get(id).latest };
   }
 
   async snapshot(id: string, index: number): Promise<Snapshot | undefined> {
-    const found = this.get(id).snapshots[index];
-    return found ? { ...found } : undefined;
+    const stored = this.get(id);
+    if (!Number.isInteger(index) || index < 0 || index >= stored.snapshots.length) return undefined;
+    if (index === stored.latest.index) return { ...stored.latest };
+    // Back to the nearest checkpoint, then its changes forward in one pass (each container copied once).
+    let base = index;
+    while ((stored.snapshots[base] as Kept).state === undefined) base--;
+    const changes: JsonChange[] = [];
+    for (let i = base + 1; i <= index; i++) changes.push(...((stored.snapshots[i] as Kept).changes ?? []));
+    const kept = stored.snapshots[index] as Kept;
+    const state = applyChanges((stored.snapshots[base] as Kept).state, changes);
+    return { index, at: kept.at, reason: kept.reason, state };
   }
 
   async snapshots(id: string): Promise<Snapshot[]> {
-    return this.get(id).snapshots.map((snapshot) => ({ ...snapshot }));
+    const result: Snapshot[] = [];
+    let state: unknown;
+    for (const kept of this.get(id).snapshots) {
+      state = kept.state !== undefined ? kept.state : applyChanges(state, kept.changes ?? []);
+      result.push({ index: kept.index, at: kept.at, reason: kept.reason, state });
+    }
+    return result;
   }
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
@@ -72,22 +136,21 @@ export class MemoryStore implements Store {
   async appendStep(
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
-    state?: { state: unknown; reason: Snapshot["reason"] },
+    state?: StepState,
   ): Promise<HistoryEntry> {
     const stored = this.get(id);
     // Build everything before changing anything, so a value that cannot be stored leaves no trace.
     const full: HistoryEntry = structuredClone({ ...entry, index: stored.history.length });
-    const snapshot: Snapshot | undefined = state
-      ? {
-          index: stored.snapshots.length,
-          at: entry.at,
-          reason: state.reason,
-          state: toImmutableJson(state.state ?? null),
-        }
-      : undefined;
-    if (snapshot) {
-      stored.snapshots.push(snapshot);
-      full.snapshot = snapshot.index;
+    if (state) {
+      const next = toImmutableJson(state.state ?? null);
+      const changes = state.changes ?? diffJson(stored.latest.state, next);
+      this.push(
+        stored,
+        { index: stored.latest.index + 1, at: entry.at, reason: state.reason },
+        next,
+        changes,
+      );
+      full.snapshot = stored.latest.index;
     }
     stored.history.push(full);
     return structuredClone(full);
@@ -100,23 +163,29 @@ export class MemoryStore implements Store {
     at: string,
   ): Promise<Snapshot> {
     const stored = this.get(id);
-    const snapshot: Snapshot = { index: stored.snapshots.length, at, reason, state: toImmutableJson(state) };
-    stored.snapshots.push(snapshot);
-    return { ...snapshot };
+    // Set, reset and real states are usually unrelated to the one before: kept whole.
+    this.push(stored, { index: stored.latest.index + 1, at, reason }, toImmutableJson(state));
+    return { ...stored.latest };
   }
 
   async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
     if (this.sessions.has(record.id))
       throw new TerrariumError("INVALID_INPUT", `session ${record.id} already exists`);
-    const stored: Stored = {
+    // Imported states share nothing with each other: each is kept whole, as the document held it.
+    const snapshots: Kept[] = contents.snapshots.map((snapshot) => ({
+      index: snapshot.index,
+      at: snapshot.at,
+      reason: snapshot.reason,
+      state: toImmutableJson(snapshot.state ?? null),
+    }));
+    const latest = snapshots[snapshots.length - 1] as Kept;
+    this.sessions.set(record.id, {
       record: structuredClone(record),
-      snapshots: contents.snapshots.map((snapshot) => ({
-        ...snapshot,
-        state: toImmutableJson(snapshot.state ?? null),
-      })),
+      snapshots,
+      latest: { index: latest.index, at: latest.at, reason: latest.reason, state: latest.state },
       history: structuredClone(contents.history),
-    };
-    this.sessions.set(record.id, stored);
+      chain: checkpointChain(latest.state),
+    });
   }
 
   /** Memory always answers (a readiness probe's question). */
@@ -124,9 +193,68 @@ export class MemoryStore implements Store {
 
   async close(): Promise<void> {}
 
+  /** Appends a snapshot: as its changes while the chain is light, else (or without changes) whole. */
+  private push(
+    stored: Stored,
+    meta: Omit<Snapshot, "state">,
+    state: unknown,
+    changes?: readonly JsonChange[],
+  ): void {
+    const bytes = changes === undefined ? Number.POSITIVE_INFINITY : changesSize(changes);
+    if (stored.chain.bytes + bytes <= stored.chain.limit) {
+      stored.snapshots.push({ ...meta, changes });
+      stored.chain.length++;
+      stored.chain.bytes += bytes;
+    } else {
+      stored.snapshots.push({ ...meta, state });
+      stored.chain = checkpointChain(state);
+    }
+    stored.latest = { ...meta, state };
+  }
+
   private get(id: string): Stored {
     const stored = this.sessions.get(id);
     if (!stored) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
     return stored;
   }
+}
+
+/**
+ * A new chain after a checkpoint of `state`: changes may add up to the state's own size before the next
+ * one, so replaying a chain costs about what reading the checkpoint does, and checkpoints of a growing
+ * state come further and further apart (memory stays proportional to what the session wrote).
+ */
+function checkpointChain(state: unknown): Stored["chain"] {
+  return { length: 0, bytes: 0, limit: Math.max(MIN_CHAIN_BYTES, approximateSize(state)) };
+}
+
+/** Roughly the JSON size of changes: the values they carry and their paths. */
+function changesSize(changes: readonly JsonChange[]): number {
+  let size = 0;
+  for (const change of changes)
+    size += 16 + change.path.length + approximateSize(change.before) + approximateSize(change.after);
+  return size;
+}
+
+/** Roughly a value's JSON size (counts characters, not UTF-8 bytes; an estimate is all a policy needs). */
+function approximateSize(value: unknown): number {
+  let size = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === "string") size += item.length + 2;
+    else if (typeof item === "number" || typeof item === "boolean") size += 5;
+    else if (item === null || item === undefined) size += 4;
+    else if (Array.isArray(item)) {
+      size += item.length + 2;
+      for (const member of item) pending.push(member);
+    } else if (typeof item === "object") {
+      for (const key in item) {
+        size += key.length + 4;
+        pending.push((item as Record<string, unknown>)[key]);
+      }
+      size += 2;
+    }
+  }
+  return size;
 }

@@ -5,7 +5,15 @@ import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
 import { openSqlite } from "../core/sqlite.js";
 import { Lru } from "./lru.js";
-import type { HistoryEntry, SessionContents, SessionRecord, Snapshot, Store } from "./types.js";
+import type {
+  HistoryEntry,
+  SessionContents,
+  SessionHead,
+  SessionRecord,
+  Snapshot,
+  StepState,
+  Store,
+} from "./types.js";
 
 /**
  * Version of the SQLite layout (not of session exports, which stay at SESSION_SCHEMA_VERSION).
@@ -43,6 +51,13 @@ export class SqliteStore implements Store {
   /** The last snapshot read or written, by session: a call's read of its latest state costs one query. */
   private readonly latest = new Lru<string, Snapshot>(STATE_CACHE_SIZE);
   private readonly checkpoints = new Lru<string, unknown>(CHECKPOINT_CACHE_SIZE);
+  /**
+   * Each recent session's chain of change-only snapshots since its last checkpoint, as of its snapshot
+   * `last`: a write that follows it needs no query for it (the checkpoint's size is measured by reading its
+   * whole text). Used only when `last` is the snapshot just before the one written, so a chain another
+   * process extended, or a transaction that rolled back, is read again from the file.
+   */
+  private readonly chains = new Lru<string, Chain>(STATE_CACHE_SIZE);
 
   constructor(
     readonly path: string,
@@ -114,8 +129,9 @@ export class SqliteStore implements Store {
         "SELECT idx, at, reason, checkpoint, changes FROM snapshots WHERE session = ? ORDER BY idx",
       ),
       insertHistory: db.prepare("INSERT INTO history (session, idx, entry) VALUES (?, ?, ?)"),
-      historyCount: db.prepare<[string], { n: number }>(
-        "SELECT COUNT(*) AS n FROM history WHERE session = ?",
+      // The next index from the primary key's last row: counting the rows would grow with the history.
+      lastCall: db.prepare<[string], { idx: number; at: string | null }>(
+        "SELECT idx, json_extract(entry, '$.at') AS at FROM history WHERE session = ? ORDER BY idx DESC LIMIT 1",
       ),
       allHistory: db.prepare<[string], { entry: string }>(
         "SELECT entry FROM history WHERE session = ? ORDER BY idx",
@@ -145,6 +161,18 @@ export class SqliteStore implements Store {
     return row ? (JSON.parse(row.record) as SessionRecord) : undefined;
   }
 
+  async head(id: string): Promise<SessionHead> {
+    const row = this.statements.getSession.get(id);
+    if (!row) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    const snapshot = await this.latestSnapshot(id);
+    const last = this.statements.lastCall.get(id);
+    return {
+      record: JSON.parse(row.record) as SessionRecord,
+      snapshot,
+      ...(last ? { lastCall: { index: last.idx, at: last.at ?? snapshot.at } } : {}),
+    };
+  }
+
   async listSessions(owner?: string): Promise<SessionRecord[]> {
     const rows =
       owner === undefined ? this.statements.allSessions.all() : this.statements.ownerSessions.all(owner);
@@ -158,6 +186,7 @@ export class SqliteStore implements Store {
 
   async deleteSession(id: string): Promise<boolean> {
     this.latest.delete(id);
+    this.chains.delete(id);
     return this.db.transaction(() => {
       const checkpoints = this.statements.sessionCheckpoints.all(id).map((row) => row.checkpoint);
       this.statements.deleteSnapshots.run(id);
@@ -200,7 +229,7 @@ export class SqliteStore implements Store {
   async appendStep(
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
-    state?: { state: unknown; reason: Snapshot["reason"] },
+    state?: StepState,
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     // The changes from the latest state; cheap when `next` was made from it (shared structure).
@@ -209,11 +238,11 @@ export class SqliteStore implements Store {
       this.requireSession(id);
       const full: HistoryEntry = {
         ...entry,
-        index: (this.statements.historyCount.get(id) as { n: number }).n,
+        index: (this.statements.lastCall.get(id)?.idx ?? -1) + 1,
       };
       if (previous && state) {
         const index = previous.index + 1;
-        this.writeSnapshot(id, index, entry.at, state.reason, previous.state, next);
+        this.writeSnapshot(id, index, entry.at, state.reason, previous.state, next, state.changes);
         full.snapshot = index;
       }
       this.statements.insertHistory.run(id, full.index, JSON.stringify(full));
@@ -265,7 +294,10 @@ export class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
-  /** Writes snapshot `index` as its changes from `before`, or whole when the policy asks for a checkpoint. */
+  /**
+   * Writes snapshot `index` as its changes from `before` (the caller's exact ones when given, else a diff),
+   * or whole when the policy asks for a checkpoint.
+   */
   private writeSnapshot(
     id: string,
     index: number,
@@ -273,21 +305,35 @@ export class SqliteStore implements Store {
     reason: Snapshot["reason"],
     before: unknown,
     after: unknown,
+    exact?: readonly JsonChange[],
   ): void {
-    const base = this.statements.checkpointAtOrBefore.get(id, index - 1);
-    const changes = JSON.stringify(diffJson(before, after));
-    if (base) {
-      const chain = this.statements.chainSince.get(id, base.idx) as { n: number; bytes: number };
-      const size = this.statements.stateSize.get(base.checkpoint)?.size ?? 0;
-      if (
-        chain.n < this.policy.maxChain &&
-        chain.bytes + changes.length <= Math.max(4096, size * this.policy.maxChangeRatio)
-      ) {
-        this.statements.insertSnapshot.run(id, index, at, reason, null, changes);
-        return;
-      }
+    const cached = this.chains.get(id);
+    const chain = cached?.last === index - 1 ? cached : this.readChain(id, index - 1);
+    const changes = JSON.stringify(exact ?? diffJson(before, after));
+    if (
+      chain &&
+      chain.n < this.policy.maxChain &&
+      chain.bytes + changes.length <= Math.max(4096, chain.size * this.policy.maxChangeRatio)
+    ) {
+      this.statements.insertSnapshot.run(id, index, at, reason, null, changes);
+      this.chains.set(id, {
+        last: index,
+        n: chain.n + 1,
+        bytes: chain.bytes + changes.length,
+        size: chain.size,
+      });
+      return;
     }
     this.writeCheckpoint(id, index, at, reason, after);
+  }
+
+  /** The chain since the checkpoint at or before snapshot `last`, from the file. */
+  private readChain(id: string, last: number): Chain | undefined {
+    const base = this.statements.checkpointAtOrBefore.get(id, last);
+    if (!base) return undefined;
+    const chain = this.statements.chainSince.get(id, base.idx) as { n: number; bytes: number };
+    const size = this.statements.stateSize.get(base.checkpoint)?.size ?? 0;
+    return { last, n: chain.n, bytes: chain.bytes, size };
   }
 
   private writeCheckpoint(id: string, index: number, at: string, reason: Snapshot["reason"], state: unknown) {
@@ -296,6 +342,7 @@ export class SqliteStore implements Store {
     this.statements.insertState.run(hash, text);
     this.statements.insertSnapshot.run(id, index, at, reason, hash, null);
     this.checkpoints.set(hash, state);
+    this.chains.set(id, { last: index, n: 0, bytes: 0, size: text.length });
   }
 
   private readSnapshot(id: string, index: number): Snapshot | undefined {
@@ -339,6 +386,14 @@ export class SqliteStore implements Store {
     if (!this.statements.getSession.get(id))
       throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
   }
+}
+
+/** Change-only snapshots since a checkpoint: how many, their bytes, the checkpoint's size, the last one's index. */
+interface Chain {
+  last: number;
+  n: number;
+  bytes: number;
+  size: number;
 }
 
 interface SnapshotRow {

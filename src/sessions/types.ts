@@ -1,3 +1,5 @@
+import type { JsonChange } from "../core/json-diff.js";
+
 /** Version of stored sessions and of session export files. */
 export const SESSION_SCHEMA_VERSION = 1;
 
@@ -45,6 +47,26 @@ export interface HistoryEntry {
   semantic?: { status: "failed" | "error"; message?: string };
 }
 
+/** What a call reads before it runs: the session, its latest snapshot, and where its history ends. */
+export interface SessionHead {
+  record: SessionRecord;
+  snapshot: Snapshot;
+  /** The last history entry's index and time (absent before the first call). */
+  lastCall?: { index: number; at: string };
+}
+
+/** A state a step produced, for `appendStep`. */
+export interface StepState {
+  state: unknown;
+  reason: Snapshot["reason"];
+  /**
+   * The exact changes from the latest snapshot's state to `state` (JSON Patch style, as `core/json-diff.ts`
+   * computes and applies them), when the caller has them: a store that keeps snapshots as changes may use
+   * them instead of diffing the two states.
+   */
+  changes?: readonly JsonChange[];
+}
+
 /** A whole session to store at once (an import): snapshots and history as they are, indexes included. */
 export interface SessionContents {
   snapshots: Snapshot[];
@@ -75,11 +97,21 @@ export interface Store {
   snapshots(id: string): Promise<Snapshot[]>;
   /** The history in order; with `last`, only the last entries (the hot path reads only a window). */
   history(id: string, last?: number): Promise<HistoryEntry[]>;
-  /** Appends a history entry and, when given, the snapshot it produced, in one transaction. */
+  /**
+   * The session, its latest snapshot and its last call's index and time, read together (the engine reads
+   * this before every call; without it, it calls getSession, latestSnapshot and history(id, 1)). Its cost
+   * must not grow with the session's history. Throws UNKNOWN_SESSION for a session that does not exist.
+   */
+  head?(id: string): Promise<SessionHead>;
+  /**
+   * Appends a history entry and, when given, the snapshot it produced, in one transaction. The cost must
+   * not grow with the session's history (no counting or reading of earlier entries or snapshots beyond a
+   * bounded chain).
+   */
   appendStep(
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
-    state?: { state: unknown; reason: Snapshot["reason"] },
+    state?: StepState,
   ): Promise<HistoryEntry>;
   /** Appends a snapshot that no call produced (set, reset, real). */
   appendSnapshot(id: string, state: unknown, reason: Snapshot["reason"], at: string): Promise<Snapshot>;

@@ -13,6 +13,7 @@ import { MemoryStore } from "../sessions/memory-store.js";
 import {
   type HistoryEntry,
   SESSION_SCHEMA_VERSION,
+  type SessionHead,
   type SessionRecord,
   type Snapshot,
   type Store,
@@ -354,18 +355,13 @@ export class Engine {
     request: { name: string; arguments?: unknown },
     policy: SimulatorPolicy = this.policy,
   ): Promise<CallOutcome> {
-    // Read together (one round trip for a store over the network). Simulators see a window of recent
-    // calls; reading the whole history on every call would grow with it.
     // Arguments are stored with the call: ones too deep to export are refused before anything is recorded.
     this.checkArguments(request.arguments);
-    const [session, snapshot, history] = await Promise.all([
-      this.session(id),
-      this.store.latestSnapshot(id),
-      this.store.history(id, HISTORY_WINDOW),
-    ]);
-    const lastEntry = history[history.length - 1];
-    const callCount = lastEntry ? lastEntry.index + 1 : 0;
-    const at = this.timeAfter(snapshot.at, lastEntry?.at);
+    // The session, its latest state and where its history ends, read together (one round trip for a store
+    // over the network); nothing here grows with the session's history.
+    const { record: session, snapshot, lastCall } = await this.head(id);
+    const callCount = lastCall ? lastCall.index + 1 : 0;
+    const at = this.timeAfter(snapshot.at, lastCall?.at);
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
     let semantic: CallOutcome["semantic"] = "not-run";
     // Recorded in the history when the validator failed the call or could not run (fails open).
@@ -381,6 +377,7 @@ export class Engine {
       result: Omit<CallOutcome, "step" | "simulator" | "semantic">,
       simulator: string,
       newState?: unknown,
+      changes?: readonly JsonChange[],
     ): Promise<CallOutcome> => {
       const entry = await this.store
         .appendStep(
@@ -399,7 +396,9 @@ export class Engine {
             ...(seed !== undefined ? { seed } : {}),
             ...(semanticNote ? { semantic: semanticNote } : {}),
           },
-          newState === undefined ? undefined : { state: newState, reason: "step" },
+          newState === undefined
+            ? undefined
+            : { state: newState, reason: "step", ...(changes ? { changes } : {}) },
         )
         .catch((error: unknown) => {
           if (simulatedChanges) this.forget(id);
@@ -445,6 +444,8 @@ export class Engine {
       semantic = "skipped";
     }
     const simulator = this.simulatorFor(tool, policy);
+    // Simulators see a window of recent calls, read only for those that look at it.
+    const history = simulator.readsHistory === false ? [] : await this.store.history(id, HISTORY_WINDOW);
     let result: SimulationResult;
     try {
       result = await simulator.simulate({
@@ -501,9 +502,18 @@ export class Engine {
     }
     let state: unknown;
     let applied: JsonChange[];
+    // Exact changes made from this very state come with the new state (code environments): taken as they
+    // are, so a step copies the changed containers once, in the environment. Otherwise (models, proxies)
+    // the changes are applied tolerantly here.
+    const exact = result.state !== undefined;
     try {
-      ({ state, applied } = applyTolerantly(snapshot.state, result.changes));
-      state = this.immutableState(state);
+      if (exact) {
+        state = this.immutableState(result.state);
+        applied = result.changes;
+      } else {
+        ({ state, applied } = applyTolerantly(snapshot.state, result.changes));
+        state = this.immutableState(state);
+      }
     } catch (error) {
       // Changes that would make an unusable state (nested too deep, no longer an object) are refused.
       const message = `the simulator's changes were not applied: ${(error as Error).message}`;
@@ -519,8 +529,9 @@ export class Engine {
     }
     const tooDeep = this.changesRefusal(applied);
     if (tooDeep) return record(tooDeep, simulator.name);
-    // Shared structure makes this cheap: only the changed paths are compared.
-    const changed = !same(state, snapshot.state);
+    // Exact changes are never empty for a state that did not change; tolerant ones may cancel out, and
+    // shared structure makes the check cheap (only the changed paths are compared).
+    const changed = exact ? applied.length > 0 : !same(state, snapshot.state);
     return record(
       {
         status: "ok",
@@ -531,7 +542,20 @@ export class Engine {
       },
       simulator.name,
       changed ? state : undefined,
+      // Only exact changes reach the store: tolerant ones may create parents they do not name.
+      changed && exact ? applied : undefined,
     );
+  }
+
+  /** What a call reads first: the session, its latest snapshot, its last call (see `Store.head`). */
+  private async head(id: string): Promise<SessionHead> {
+    if (this.store.head) return this.store.head(id);
+    const [record, snapshot, [last]] = await Promise.all([
+      this.session(id),
+      this.store.latestSnapshot(id),
+      this.store.history(id, 1),
+    ]);
+    return { record, snapshot, ...(last ? { lastCall: { index: last.index, at: last.at } } : {}) };
   }
 
   /**

@@ -19,6 +19,10 @@ export interface SimulationContext {
   state: unknown;
   /** Index of the state's snapshot, so simulators that keep live objects can tell when it moved. */
   snapshotIndex: number;
+  /**
+   * The session's most recent calls (up to 32, oldest first); empty for a simulator that says it does not
+   * read them (`readsHistory: false`), so the engine need not read them from the store.
+   */
   history: HistoryEntry[];
   random: Random;
   /** The session's clock reading, ISO 8601. */
@@ -51,10 +55,21 @@ export interface SimulationResult {
   seed?: string;
   /** Problems that did not stop the call (for example a state update that failed after the answer). */
   errors?: Array<{ rule: string; message: string }>;
+  /**
+   * The state after the step, when the simulator computed it from the context's `state` and its `changes`
+   * are exact (they apply to `state` to give this one): the engine then takes it as it is instead of
+   * applying the changes a second time. An immutable tree (`core/immutable-json.ts`).
+   */
+  state?: unknown;
 }
 
 export interface Simulator {
   readonly name: SimulatorName;
+  /**
+   * False when `simulate` never looks at `context.history`: the engine then skips reading the window of
+   * recent calls (a store read and copy per call). Undefined or true: the window is read.
+   */
+  readonly readsHistory?: boolean;
   /** Whether this simulator can answer calls to the tool. */
   handles(tool: Tool): boolean;
   simulate(context: SimulationContext): Promise<SimulationResult>;

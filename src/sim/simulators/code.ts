@@ -57,6 +57,8 @@ interface Live {
  */
 export class CodeSimulator implements Simulator {
   readonly name = "code" as const;
+  /** Environments hold their own state; live ones are rebuilt from the session's lineage, not its recent calls. */
+  readonly readsHistory = false;
   /** Insertion order is recency: a used entry is moved to the end. */
   private readonly live = new Map<string, Live>();
   private readonly toolNames: Set<string>;
@@ -105,6 +107,9 @@ export class CodeSimulator implements Simulator {
       status: transition.success ? "ok" : "tool_error",
       observation: transition.observation,
       changes: transition.changes,
+      // A transition's changes apply exactly to its `before`; when that is the stored state itself, the
+      // engine takes `after` as the new state rather than applying the changes to it again.
+      ...(transition.success && transition.before === context.state ? { state: transition.after } : {}),
       ...(seed !== undefined ? { seed } : {}),
     };
   }

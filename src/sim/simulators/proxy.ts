@@ -19,6 +19,7 @@ export interface ProxyOptions {
  */
 export class ProxySimulator implements Simulator {
   readonly name = "proxy" as const;
+  readonly readsHistory = false;
 
   constructor(private readonly options: ProxyOptions = {}) {}
 

@@ -10,6 +10,7 @@ import type { SimulationContext, SimulationResult, Simulator } from "../types.js
  */
 export class SchemaSimulator implements Simulator {
   readonly name = "schema" as const;
+  readonly readsHistory = false;
 
   handles(_tool: Tool): boolean {
     return true;
