@@ -1,6 +1,7 @@
 export {
   type ChecklistItem,
   DEFAULT_STOP_TOKENS,
+  DEFAULT_TEST_MAX_TURNS,
   type KnowledgeEntry,
   knowledgeDocuments,
   knowledgeText,

@@ -6,18 +6,25 @@ import type { z } from "zod";
 import { readDocument } from "../../catalog/read-document.js";
 import { TerrariumError } from "../../core/errors.js";
 import { formatPointer, parsePointer } from "../../core/json-pointer.js";
+import { parseScript } from "../testing/script.js";
+import type { ScriptStep } from "../testing/types.js";
 import { profileText } from "./profile.js";
 import {
   ExpectedSchema,
   type ProfileAttributes,
   type RawScenario,
   RawScenarioSchema,
+  type RawScenarioTest,
+  RawScenarioTestSchema,
   SCENARIO_KEYS,
   SCENARIO_LIMITS,
   SCENARIO_SCHEMA_VERSION,
   StopSchema,
   UserToolSchema,
 } from "./schema.js";
+
+/** `max_turns` of a test that does not set it (it bounds `simulate` steps). */
+export const DEFAULT_TEST_MAX_TURNS = 20;
 
 /** tau2's and terrarium's tokens that end a conversation, used when a scenario names none. */
 export const DEFAULT_STOP_TOKENS: readonly string[] = ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"];
@@ -64,6 +71,11 @@ export interface Scenario {
   maxTurns: number;
   stop: { tokens: string[]; when: string[]; onRepeat: "end" | "redirect" };
   expected: { behaviour?: string; checklist: ChecklistItem[] };
+  /**
+   * Present when the scenario is a test: its steps, normalised (`users test`, `terrarium/testing`). A test
+   * may leave out profile, goal and knowledge (then empty) and max_turns (then 20) unless it simulates.
+   */
+  script?: ScriptStep[];
 }
 
 export interface ScenarioIssue {
@@ -257,7 +269,9 @@ function parseOne(value: unknown, pointer: string, options: ParseScenarioOptions
       { where: { file, pointer } },
     );
   }
-  const parsed = RawScenarioSchema.safeParse(value);
+  // A test needs only id and script; whether its steps need the user's fields is the script's to say.
+  const isTest = Object.hasOwn(value, "script");
+  const parsed = (isTest ? RawScenarioTestSchema : RawScenarioSchema).safeParse(value);
   if (!parsed.success) {
     const issues = parsed.error.issues.flatMap((issue) => describeIssue(issue, value, pointer));
     throw invalid(issues, file);
@@ -265,13 +279,18 @@ function parseOne(value: unknown, pointer: string, options: ParseScenarioOptions
   return normalise(parsed.data, pointer, options);
 }
 
-function normalise(raw: RawScenario, pointer: string, options: ParseScenarioOptions): Scenario {
+function normalise(
+  raw: RawScenario | RawScenarioTest,
+  pointer: string,
+  options: ParseScenarioOptions,
+): Scenario {
   const file = options.file;
   const issues: ScenarioIssue[] = [];
   const baseDir = resolve(options.baseDir ?? (file ? dirname(file) : process.cwd()));
 
   const knowledge: KnowledgeEntry[] = [];
-  const items = Array.isArray(raw.knowledge) ? raw.knowledge : [raw.knowledge];
+  const items =
+    raw.knowledge === undefined ? [] : Array.isArray(raw.knowledge) ? raw.knowledge : [raw.knowledge];
   let total = 0;
   items.forEach((item, index) => {
     const at = Array.isArray(raw.knowledge) ? `${pointer}/knowledge/${index}` : `${pointer}/knowledge`;
@@ -340,6 +359,16 @@ function normalise(raw: RawScenario, pointer: string, options: ParseScenarioOpti
     checklist.push({ id, text: entry.text });
   });
 
+  let script: ScriptStep[] | undefined;
+  if (raw.script !== undefined) {
+    const parsed = parseScript(raw.script, pointer, {
+      hasProfile: raw.profile !== undefined,
+      hasGoal: raw.goal !== undefined,
+    });
+    issues.push(...parsed.issues);
+    script = parsed.steps;
+  }
+
   if (issues.length > 0) throw invalid(issues, file);
 
   const attributes = typeof raw.profile === "string" ? undefined : raw.profile;
@@ -349,18 +378,22 @@ function normalise(raw: RawScenario, pointer: string, options: ParseScenarioOpti
     source: { ...(file ? { file } : {}), pointer },
     ...(raw.description ? { description: raw.description } : {}),
     tags: raw.tags ?? [],
-    profile: { text: profileText(raw.profile), ...(attributes ? { attributes } : {}) },
-    goal: raw.goal,
+    profile: {
+      text: raw.profile === undefined ? "" : profileText(raw.profile),
+      ...(attributes ? { attributes } : {}),
+    },
+    goal: raw.goal ?? "",
     knowledge,
     ...(raw.agent_context ? { agentContext: raw.agent_context } : {}),
     userTools,
-    maxTurns: raw.max_turns,
+    maxTurns: raw.max_turns ?? DEFAULT_TEST_MAX_TURNS,
     stop: {
       tokens: raw.stop?.tokens ?? [...DEFAULT_STOP_TOKENS],
       when: raw.stop?.when ?? [],
       onRepeat: raw.stop?.on_repeat ?? "end",
     },
     expected: { ...(raw.expected?.behaviour ? { behaviour: raw.expected.behaviour } : {}), checklist },
+    ...(script ? { script } : {}),
   };
 }
 

@@ -23,6 +23,8 @@ export const SCENARIO_LIMITS = {
   maxItems: 256,
   /** Largest `max_turns`. */
   maxTurns: 1000,
+  /** Steps of a test's `script`. */
+  maxScriptSteps: 1000,
 } as const;
 
 const L = SCENARIO_LIMITS;
@@ -161,9 +163,30 @@ export const RawScenarioSchema = z.strictObject({
     .max(L.maxTurns, `max_turns must be at most ${L.maxTurns}`),
   stop: StopSchema.optional(),
   expected: ExpectedSchema.optional(),
+  /**
+   * Makes the scenario a test (`users test`, `terrarium/testing`): its steps, checked one by one by the
+   * script parser (`testing/script.ts`) so that each problem is reported at its step.
+   */
+  script: z
+    .array(z.unknown(), { error: "script must be a list of steps" })
+    .min(1, "script must not be empty")
+    .max(L.maxScriptSteps, `script has more than ${L.maxScriptSteps} steps`)
+    .optional(),
+});
+
+/**
+ * A test (a scenario with `script`) needs only `id` and `script`: the simulated user's fields matter to
+ * `simulate` steps alone, which the script parser checks for them.
+ */
+export const RawScenarioTestSchema = RawScenarioSchema.partial({
+  profile: true,
+  goal: true,
+  knowledge: true,
+  max_turns: true,
 });
 
 export type RawScenario = z.infer<typeof RawScenarioSchema>;
+export type RawScenarioTest = z.infer<typeof RawScenarioTestSchema>;
 export type ProfileAttributeValue = z.infer<typeof ProfileAttributeValueSchema>;
 export type ProfileAttributes = Record<string, ProfileAttributeValue>;
 
