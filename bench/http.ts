@@ -32,6 +32,9 @@ function flag(name: string): string | undefined {
 const QUICK = flag("quick") !== undefined;
 const ROUND_MS = QUICK ? 300 : 1000;
 const ROUNDS = QUICK ? 3 : 5;
+/** `--only=calls|long|replicas`: one part of the benchmark (all by default). */
+const ONLY = flag("only");
+const part = (name: "calls" | "long" | "replicas") => !ONLY || ONLY === name;
 
 interface Child {
   port: number;
@@ -191,6 +194,8 @@ export async function benchHttp(): Promise<BenchResult> {
     return child;
   };
   try {
+    if (ONLY && !["calls", "long", "replicas"].includes(ONLY))
+      throw new Error(`--only takes calls, long or replicas (got ${ONLY})`);
     const echo = await start({ echo: true });
     const echoBody = transferBody(0);
     const echoRate = () =>
@@ -228,32 +233,37 @@ export async function benchHttp(): Promise<BenchResult> {
       });
       await server.stop();
     };
-    await oneSession(
-      "bank transfer, memory store, 8 clients on one session",
-      { sources: ["bank"] },
-      transferBody,
-      0.7,
-    );
-    await oneSession(
-      "bank transfer, SQLite (acknowledged = durable), 8 clients on one session",
-      { sources: ["bank"], db: join(folder, "calls.sqlite") },
-      transferBody,
-      0.5,
-    );
-    const tally = join(folder, "tally.quickjs.yaml");
-    writeFileSync(tally, TALLY);
-    const addBody = JSON.stringify({ name: "add", arguments: { by: 1 } });
-    await oneSession(
-      "QuickJS write (add to a counter), memory store, 8 clients",
-      { sources: [tally] },
-      () => addBody,
-      0.4,
-    );
+    if (part("calls")) {
+      await oneSession(
+        "bank transfer, memory store, 8 clients on one session",
+        { sources: ["bank"] },
+        transferBody,
+        0.7,
+      );
+      await oneSession(
+        "bank transfer, SQLite (acknowledged = durable), 8 clients on one session",
+        { sources: ["bank"], db: join(folder, "calls.sqlite") },
+        transferBody,
+        0.5,
+      );
+      const tally = join(folder, "tally.quickjs.yaml");
+      writeFileSync(tally, TALLY);
+      const addBody = JSON.stringify({ name: "add", arguments: { by: 1 } });
+      await oneSession(
+        "QuickJS write (add to a counter), memory store, 8 clients",
+        { sources: [tally] },
+        () => addBody,
+        0.4,
+      );
+    }
 
-    rows.push(await longSession(await start({ sources: ["bank"], db: join(folder, "long.sqlite") })));
+    if (part("long"))
+      rows.push(await longSession(await start({ sources: ["bank"], db: join(folder, "long.sqlite") })));
 
     const postgres = flag("postgres") || process.env.TERRARIUM_TEST_POSTGRES;
-    if (postgres) rows.push(...(await replicas(postgres, join(folder, "replicas.sqlite"), start)));
+    if (!part("replicas")) {
+      // not asked for
+    } else if (postgres) rows.push(...(await replicas(postgres, join(folder, "replicas.sqlite"), start)));
     else
       notes.push(
         "Postgres replicas: skipped (give --postgres=<url> or TERRARIUM_TEST_POSTGRES; the role needs CREATEDB)",

@@ -1,6 +1,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
-import pg, { type Pool, type PoolClient, type PoolConfig, type QueryResult, type QueryResultRow } from "pg";
+import pg, {
+  type Pool,
+  type PoolClient,
+  type PoolConfig,
+  type QueryConfig,
+  type QueryResult,
+  type QueryResultRow,
+} from "pg";
 import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
@@ -58,6 +65,95 @@ const MIGRATIONS: Array<{ version: number; description: string; sql: string }> =
   },
 ];
 
+/**
+ * The hot path's two functions: taking a session's lock and reading what a call needs (one round trip),
+ * and writing a step (one round trip). They are code, not layout: defined again at every start (under
+ * the migration lock), with the version in their names so that replicas of two terrarium versions each
+ * call their own during a rolling upgrade. Both are VOLATILE plpgsql: in READ COMMITTED each statement in
+ * them takes a new snapshot, so what follows a lock wait sees what the holder before committed.
+ */
+const FUNCTIONS_SQL = `
+CREATE OR REPLACE FUNCTION terrarium_lock_v1(
+  p_session TEXT, p_known INTEGER, p_chain_known BOOLEAN, p_known_entry INTEGER)
+RETURNS TABLE (seq BIGINT, record TEXT, idx INTEGER, at TEXT, reason TEXT, checkpoint TEXT, changes TEXT,
+               next_entry INTEGER, last_at TEXT, base_idx INTEGER, base_checkpoint TEXT, base_size INTEGER,
+               chain_n INTEGER, chain_bytes BIGINT, catchup TEXT[])
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  PERFORM pg_advisory_lock(hashtextextended(p_session, 0));
+  -- What the caller does not know already (it says what it has cached): the chain since the last
+  -- checkpoint, the changes from its cached snapshot (or that checkpoint) to the latest, the last call's time.
+  RETURN QUERY
+    SELECT s.seq, s.record, l.idx, l.at, l.reason, l.checkpoint, l.changes,
+           COALESCE(e.idx + 1, 0),
+           CASE WHEN e.idx IS DISTINCT FROM p_known_entry THEN e.entry::json->>'at' END,
+           b.idx, b.checkpoint, st.size,
+           CASE WHEN b.idx IS NULL THEN NULL ELSE ch.n END,
+           CASE WHEN b.idx IS NULL THEN NULL ELSE ch.bytes END,
+           cu.list
+      FROM terrarium_sessions s
+      LEFT JOIN LATERAL (SELECT x.idx, x.at, x.reason, x.checkpoint, x.changes FROM terrarium_snapshots x
+                          WHERE x.session = p_session ORDER BY x.idx DESC LIMIT 1) l ON true
+      LEFT JOIN LATERAL (SELECT h.idx, h.entry FROM terrarium_history h
+                          WHERE h.session = p_session ORDER BY h.idx DESC LIMIT 1) e ON true
+      LEFT JOIN LATERAL (SELECT y.idx, y.checkpoint FROM terrarium_snapshots y
+                          WHERE (l.idx IS DISTINCT FROM p_known OR NOT p_chain_known)
+                            AND y.session = p_session AND y.checkpoint IS NOT NULL AND y.idx <= l.idx
+                          ORDER BY y.idx DESC LIMIT 1) b ON true
+      LEFT JOIN terrarium_states st ON st.hash = b.checkpoint
+      LEFT JOIN LATERAL (SELECT COUNT(*)::int AS n, COALESCE(SUM(length(c.changes)), 0)::bigint AS bytes
+                           FROM terrarium_snapshots c
+                          WHERE b.idx IS NOT NULL AND c.session = p_session AND c.idx > b.idx) ch ON true
+      LEFT JOIN LATERAL (SELECT array_agg(c.changes ORDER BY c.idx) AS list FROM terrarium_snapshots c
+                          WHERE b.idx IS NOT NULL AND l.idx IS DISTINCT FROM p_known
+                            AND c.session = p_session AND c.idx > GREATEST(b.idx, p_known)
+                            AND c.idx <= l.idx) cu ON true
+     WHERE s.id = p_session;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION terrarium_step_v1(
+  p_session TEXT, p_expected INTEGER, p_entry TEXT, p_snapshot BOOLEAN, p_at TEXT, p_reason TEXT,
+  p_changes TEXT, p_hash TEXT, p_size INTEGER, p_state TEXT)
+RETURNS TABLE (outcome TEXT, entry_idx INTEGER, snapshot_idx INTEGER)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_latest INTEGER;
+  v_next INTEGER;
+BEGIN
+  -- Writers of one session queue on its row, as in the store's transactions.
+  PERFORM 1 FROM terrarium_sessions s WHERE s.id = p_session FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'unknown'::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  SELECT MAX(x.idx) INTO v_latest FROM terrarium_snapshots x WHERE x.session = p_session;
+  -- The changes were taken from snapshot p_expected: if the session moved on, nothing is written.
+  IF p_expected IS NOT NULL AND v_latest IS DISTINCT FROM p_expected THEN
+    RETURN QUERY SELECT 'moved'::text, NULL::int, v_latest;
+    RETURN;
+  END IF;
+  SELECT COALESCE(MAX(h.idx) + 1, 0) INTO v_next FROM terrarium_history h WHERE h.session = p_session;
+  IF p_snapshot THEN
+    v_latest := v_latest + 1;
+    IF p_hash IS NOT NULL THEN
+      -- DO UPDATE (not DO NOTHING) locks an existing row, so a concurrent clean-up cannot free it.
+      INSERT INTO terrarium_states (hash, size, state) VALUES (p_hash, p_size, p_state)
+        ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash;
+    END IF;
+    INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes)
+      VALUES (p_session, v_latest, p_at, p_reason, p_hash, CASE WHEN p_hash IS NULL THEN p_changes END);
+    INSERT INTO terrarium_history (session, idx, entry)
+      VALUES (p_session, v_next, p_entry || ',"index":' || v_next || ',"snapshot":' || v_latest || '}');
+  ELSE
+    INSERT INTO terrarium_history (session, idx, entry)
+      VALUES (p_session, v_next, p_entry || ',"index":' || v_next || '}');
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, v_next, v_latest;
+END
+$fn$;`;
+
 /** When a snapshot is stored whole instead of as changes (as in the SQLite store). */
 export interface PostgresCheckpointPolicy {
   maxChain: number;
@@ -97,7 +193,10 @@ const CHECKPOINT_CACHE_SIZE = 32;
 
 /** Anything that runs a query: the pool or a client inside a transaction. */
 interface Queryable {
-  query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+  query<R extends QueryResultRow = QueryResultRow>(
+    text: string | QueryConfig,
+    values?: unknown[],
+  ): Promise<QueryResult<R>>;
 }
 
 /** Whether `--db` names a Postgres database rather than a SQLite file. */
@@ -169,6 +268,12 @@ export class PostgresStore implements Store {
   private readonly policy: PostgresCheckpointPolicy;
   private readonly latest = new Lru<string, Snapshot>(STATE_CACHE_SIZE);
   private readonly checkpoints = new Lru<string, unknown>(CHECKPOINT_CACHE_SIZE);
+  /** The last history entries of recent sessions, as stored, checked against the lock's read before use. */
+  private readonly windows = new Lru<string, HistoryWindow>(STATE_CACHE_SIZE);
+  /** The last call of recent sessions (index and time), checked against the lock's read before use. */
+  private readonly lastCalls = new Lru<string, { seq: string; index: number; at: string }>(STATE_CACHE_SIZE);
+  /** Whether the hot path's functions are in the database (set once migrated). */
+  private fast = false;
   private readonly watchers = new Set<(event: StoreEvent) => void>();
   private readonly log: (line: string) => void;
   /** When the current outage began (undefined while the database answers): one log line per outage. */
@@ -271,7 +376,7 @@ export class PostgresStore implements Store {
     const started = performance.now();
     const { client, held } = await this.guard("sessionLock", async () => {
       const client = await this.connect(this.locks);
-      const held: HeldLock = { store: this, id, lost: false };
+      const held: HeldLock = { store: this, id, lost: false, client };
       // The lock lives as long as this connection: once it dies, the session is no longer ours.
       const onError = () => {
         held.lost = true;
@@ -279,7 +384,28 @@ export class PostgresStore implements Store {
       client.on("error", onError);
       held.forget = () => client.off("error", onError);
       try {
-        await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [id]);
+        if (this.fast) {
+          // The lock, and then what a call reads (record, latest snapshot, next history index), in one
+          // round trip; the chain since the last checkpoint only when the cached latest state lacks it.
+          const cached = this.latest.get(id);
+          const known = cached ? cached.index : -1;
+          const { rows } = await client.query<LockRow>({
+            name: "terrarium_lock_v1",
+            text: "SELECT * FROM terrarium_lock_v1($1, $2, $3, $4)",
+            values: [
+              id,
+              known,
+              cached !== undefined && chains.has(cached),
+              this.lastCalls.get(id)?.index ?? -1,
+            ],
+          });
+          held.prefetch = prefetchOf(rows[0], known);
+          const row = rows[0];
+          if (row && row.last_at !== null && row.next_entry > 0)
+            this.lastCalls.set(id, { seq: row.seq, index: row.next_entry - 1, at: row.last_at });
+        } else {
+          await client.query({ name: "terrarium_lock", text: LOCK_SQL, values: [id] });
+        }
       } catch (error) {
         held.lost = true;
         held.forget();
@@ -293,10 +419,11 @@ export class PostgresStore implements Store {
     try {
       return await heldLocks.run(held, run);
     } finally {
+      held.prefetch = undefined;
       // Everything `run` wrote is committed by now, so the answer need not wait for the unlock: the
       // connection goes back to the pool once it is done, and the next holder (here or elsewhere) waits
       // for it in the database. A connection that died took its lock with it and is dropped.
-      void client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [id]).then(
+      void client.query({ name: "terrarium_unlock", text: UNLOCK_SQL, values: [id] }).then(
         () => {
           held.forget?.();
           client.release(held.lost ? new Error("the lock's connection failed") : undefined);
@@ -321,7 +448,15 @@ export class PostgresStore implements Store {
       this.transaction(
         async (db) => {
           await this.insertSession(db, record);
-          await this.writeCheckpoint(db, record.id, 0, snapshot.at, snapshot.reason, snapshot.state);
+          const { size } = await this.writeCheckpoint(
+            db,
+            record.id,
+            0,
+            snapshot.at,
+            snapshot.reason,
+            snapshot.state,
+          );
+          chains.set(snapshot, { size, n: 0, bytes: 0 });
         },
         async (db) => (await storedRecord(db, record.id)) === text,
       ),
@@ -330,6 +465,10 @@ export class PostgresStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
+    // Under the session's lock, the lock's read is the answer (a record never changes; deletion shows).
+    const prefetch = this.heldFor(id)?.prefetch;
+    if (prefetch)
+      return prefetch.record === undefined ? undefined : (JSON.parse(prefetch.record) as SessionRecord);
     return this.guard("getSession", async () => {
       const text = await storedRecord(this.pool, id);
       return text === undefined ? undefined : (JSON.parse(text) as SessionRecord);
@@ -365,6 +504,8 @@ export class PostgresStore implements Store {
 
   async deleteSession(id: string): Promise<boolean> {
     this.latest.delete(id);
+    this.windows.delete(id);
+    this.lastCalls.delete(id);
     const { deleted, hashes } = await this.guard("deleteSession", () =>
       this.transaction(
         async (db) => {
@@ -395,12 +536,78 @@ export class PostgresStore implements Store {
 
   async latestSnapshot(id: string): Promise<Snapshot> {
     return this.guard("latestSnapshot", async () => {
-      const snapshot = await this.readLatest(this.pool, id);
+      const held = this.heldFor(id);
+      const prefetch = held?.prefetch;
+      let snapshot: Snapshot | undefined;
+      if (prefetch) {
+        if (!prefetch.latest) throw unknownSession(id);
+        snapshot = await this.latestFromPrefetch(id, prefetch);
+      } else {
+        snapshot = await this.readLatest(this.pool, id);
+      }
       if (!snapshot) throw unknownSession(id);
       // Under the session's lock, the step written next must build on exactly this snapshot.
-      const held = this.heldFor(id);
       if (held) held.read = snapshot.index;
       return { ...snapshot };
+    });
+  }
+
+  /**
+   * The session, its latest snapshot and its last call. Under the session's lock this is what the lock's
+   * query read (no round trip when the latest state and the last call are cached); otherwise one query.
+   */
+  async head(id: string): Promise<{
+    record: SessionRecord;
+    snapshot: Snapshot;
+    lastCall?: { index: number; at: string };
+  }> {
+    const held = this.heldFor(id);
+    const prefetch = held?.prefetch;
+    return this.guard("head", async () => {
+      let record: string;
+      let row: SnapshotRow;
+      let lastCall: { index: number; at: string } | undefined;
+      if (prefetch) {
+        if (prefetch.record === undefined || !prefetch.latest) throw unknownSession(id);
+        record = prefetch.record;
+        row = prefetch.latest;
+        if (prefetch.nextEntry > 0) {
+          const cached = this.lastCalls.get(id);
+          lastCall =
+            cached && cached.seq === prefetch.seq && cached.index === prefetch.nextEntry - 1
+              ? { index: cached.index, at: cached.at }
+              : undefined;
+        }
+      } else {
+        const { rows } = await this.pool.query<
+          SnapshotRow & { record: string; last_idx: number | null; last_at: string | null }
+        >({
+          name: "terrarium_head",
+          text: HEAD_SQL,
+          values: [id],
+        });
+        const found = rows[0];
+        if (!found || found.idx === null) throw unknownSession(id);
+        record = found.record;
+        row = found;
+        if (found.last_idx !== null && found.last_at !== null)
+          lastCall = { index: found.last_idx, at: found.last_at };
+      }
+      if (prefetch && prefetch.nextEntry > 0 && !lastCall) {
+        // Not known here (a session made again under the same id): asked for.
+        const [last] = await this.history(id, 1);
+        if (last) lastCall = { index: last.index, at: last.at };
+      }
+      const snapshot = (
+        prefetch ? await this.latestFromPrefetch(id, prefetch) : await this.latestFromRow(this.pool, id, row)
+      ) as Snapshot;
+      // Under the session's lock, the step written next must build on exactly this snapshot.
+      if (held) held.read = snapshot.index;
+      return {
+        record: JSON.parse(record) as SessionRecord,
+        snapshot: { ...snapshot },
+        ...(lastCall ? { lastCall } : {}),
+      };
     });
   }
 
@@ -433,30 +640,63 @@ export class PostgresStore implements Store {
   }
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
+    const prefetch = this.heldFor(id)?.prefetch;
+    if (prefetch && last !== undefined) {
+      // Under the lock, a window of the last entries is used when it ends where the database says.
+      if (prefetch.record === undefined) throw unknownSession(id);
+      const count = Math.max(0, Math.floor(last));
+      const window = this.windows.get(id);
+      if (
+        window &&
+        window.seq === prefetch.seq &&
+        window.next === prefetch.nextEntry &&
+        (count <= window.texts.length || window.texts.length === window.next)
+      )
+        return window.texts.slice(Math.max(0, window.texts.length - count)).map(parseEntry);
+    }
     return this.guard("history", async () => {
       const { rows } =
         last === undefined
-          ? await this.pool.query<{ entry: string }>(
-              "SELECT entry FROM terrarium_history WHERE session = $1 ORDER BY idx",
-              [id],
-            )
-          : await this.pool.query<{ entry: string }>(
-              "SELECT entry FROM (SELECT idx, entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT $2) AS w ORDER BY idx",
-              [id, Math.max(0, Math.floor(last))],
-            );
+          ? await this.pool.query<{ idx: number; entry: string }>({
+              name: "terrarium_history",
+              text: "SELECT idx, entry FROM terrarium_history WHERE session = $1 ORDER BY idx",
+              values: [id],
+            })
+          : await this.pool.query<{ idx: number; entry: string }>({
+              name: "terrarium_history_last",
+              text: "SELECT idx, entry FROM (SELECT idx, entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT $2) AS w ORDER BY idx",
+              values: [id, Math.max(0, Math.floor(last))],
+            });
       // An empty answer is either a session without calls or no session: only then is it worth asking.
       if (rows.length === 0) await this.requireSession(this.pool, id);
-      return rows.map((row) => JSON.parse(row.entry) as HistoryEntry);
+      const next = rows.length > 0 ? (rows[rows.length - 1] as { idx: number }).idx + 1 : 0;
+      if (prefetch && prefetch.seq !== undefined && next === prefetch.nextEntry) {
+        // Kept for the next calls: it ends at the entry the lock's read saw last.
+        this.windows.set(id, {
+          seq: prefetch.seq,
+          next,
+          texts: rows.slice(-WINDOW_SIZE).map((row) => row.entry),
+        });
+      }
+      return rows.map((row) => parseEntry(row.entry));
     });
   }
 
   async appendStep(
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
-    state?: { state: unknown; reason: Snapshot["reason"] },
+    state?: { state: unknown; reason: Snapshot["reason"]; changes?: readonly JsonChange[] },
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     const held = this.heldFor(id);
+    const plan = this.planStep(
+      id,
+      entry,
+      state && { reason: state.reason, state: next, ...(state.changes ? { changes: state.changes } : {}) },
+      held,
+    );
+    if (plan && held) return this.guard("appendStep", () => this.writeStep(id, plan, held));
+    let chain: Chain | undefined;
     const written = await this.guard("appendStep", () => {
       if (held?.lost) throw lockLost();
       return this.transaction(
@@ -479,7 +719,7 @@ export class PostgresStore implements Store {
           // The changes are taken from the latest state as the database has it (under the row lock).
           const previous = (await this.latestFromRow(db, id, context)) as Snapshot;
           const index = previous.index + 1;
-          await this.writeSnapshot(db, id, index, entry.at, state.reason, previous.state, next, {
+          chain = await this.writeSnapshot(db, id, index, entry.at, state.reason, previous.state, next, {
             size: context.base_size,
             n: context.chain_n,
             bytes: context.chain_bytes,
@@ -496,11 +736,143 @@ export class PostgresStore implements Store {
         },
       );
     });
+    this.lastCalls.delete(id);
+    if (held) held.prefetch = undefined; // what the lock read is no longer the latest
     if (written.snapshot !== undefined && state) {
-      this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
+      const snapshot: Snapshot = { index: written.snapshot, at: entry.at, reason: state.reason, state: next };
+      this.latest.set(id, snapshot);
+      if (chain) chains.set(snapshot, chain);
       if (held) held.read = written.snapshot;
     }
     return written;
+  }
+
+  /**
+   * The one-round-trip write of a step, when the call holds the session's lock and the state it builds on
+   * is the cached one with its checkpoint chain known: the changes (or a checkpoint) are made here, and
+   * the database writes them only if the session is still at that snapshot. Undefined otherwise (the
+   * transaction path then reads what it needs).
+   */
+  private planStep(
+    id: string,
+    entry: Omit<HistoryEntry, "index" | "snapshot">,
+    state: { reason: Snapshot["reason"]; state: unknown; changes?: readonly JsonChange[] } | undefined,
+    held: HeldLock | undefined,
+  ): StepPlan | undefined {
+    if (!this.fast || !held || held.lost) return undefined;
+    const { index: _index, snapshot: _snapshot, ...rest } = entry as HistoryEntry;
+    const text = JSON.stringify(rest);
+    // The database appends the indexes to the entry's text, exactly as JSON.stringify would place them.
+    if (!text.startsWith("{") || text.length < 3) return undefined;
+    const prefix = text.slice(0, -1);
+    if (!state) return { rest, prefix, expected: held.read ?? null };
+    const previous = this.latest.get(id);
+    const chain = previous && chains.get(previous);
+    if (!previous || !chain || (held.read !== undefined && held.read !== previous.index)) return undefined;
+    // The caller's exact changes are from the snapshot it read under this lock: this very one.
+    const changes = JSON.stringify(
+      state.changes && held.read === previous.index ? state.changes : diffJson(previous.state, state.state),
+    );
+    const base = { at: entry.at, reason: state.reason, state: state.state };
+    if (
+      chain.n < this.policy.maxChain &&
+      chain.bytes + changes.length <= Math.max(4096, chain.size * this.policy.maxChangeRatio)
+    ) {
+      const grown = { size: chain.size, n: chain.n + 1, bytes: chain.bytes + changes.length };
+      return { rest, prefix, expected: previous.index, snapshot: { ...base, changes, chain: grown } };
+    }
+    const whole = JSON.stringify(state.state);
+    const checkpoint = { hash: createHash("sha256").update(whole).digest("hex"), text: whole };
+    const fresh = { size: whole.length, n: 0, bytes: 0 };
+    return { rest, prefix, expected: previous.index, snapshot: { ...base, checkpoint, chain: fresh } };
+  }
+
+  /** Writes a planned step on the lock's own connection, in one statement (its own transaction). */
+  private async writeStep(id: string, plan: StepPlan, held: HeldLock): Promise<HistoryEntry> {
+    if (held.lost) throw lockLost();
+    const client = held.client as PoolClient;
+    const snap = plan.snapshot;
+    let rows: Array<{ outcome: string; entry_idx: number | null; snapshot_idx: number | null }>;
+    try {
+      ({ rows } = await client.query({
+        name: "terrarium_step_v1",
+        text: "SELECT * FROM terrarium_step_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        values: [
+          id,
+          plan.expected,
+          plan.prefix,
+          snap !== undefined,
+          snap?.at ?? null,
+          snap?.reason ?? null,
+          snap?.checkpoint ? null : (snap?.changes ?? null),
+          snap?.checkpoint?.hash ?? null,
+          snap?.checkpoint?.text.length ?? null,
+          snap?.checkpoint?.text ?? null,
+        ],
+      }));
+    } catch (error) {
+      if (!connectionFailure(error)) throw translate(error);
+      // The statement is its own transaction: sent but unanswered, it may have committed. Ask, on a
+      // connection of our own, whether this very entry is stored; never write it again.
+      held.prefetch = undefined;
+      this.latest.delete(id);
+      this.windows.delete(id);
+      this.lastCalls.delete(id);
+      const found = await this.onProbe(async (db) => {
+        const recent = await db.query<{ entry: string }>(
+          "SELECT entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT 8",
+          [id],
+        );
+        return recent.rows.find((row) => row.entry.startsWith(`${plan.prefix},"index":`)) ?? false;
+      }).catch(() => undefined);
+      if (found === undefined) throw storeUnavailable("in_doubt", error);
+      if (found === false) throw error; // nothing was written: a plain outage
+      return parseEntry(found.entry);
+    }
+    const row = rows[0];
+    if (row?.outcome === "unknown") throw unknownSession(id);
+    // Another replica wrote since this call read the session (its lock was lost meanwhile).
+    if (row?.outcome !== "ok" || row.entry_idx === null) throw lockLost();
+    const full = { ...plan.rest, index: row.entry_idx } as HistoryEntry;
+    let text = `${plan.prefix},"index":${row.entry_idx}}`;
+    if (snap && row.snapshot_idx !== null) {
+      full.snapshot = row.snapshot_idx;
+      text = `${plan.prefix},"index":${row.entry_idx},"snapshot":${row.snapshot_idx}}`;
+      const snapshot: Snapshot = {
+        index: row.snapshot_idx,
+        at: snap.at,
+        reason: snap.reason,
+        state: snap.state,
+      };
+      this.latest.set(id, snapshot);
+      chains.set(snapshot, snap.chain);
+      if (snap.checkpoint) this.checkpoints.set(snap.checkpoint.hash, snap.state);
+      held.read = row.snapshot_idx;
+    }
+    // What the lock read moves on with this write, so reads later in the call still need no round trip.
+    const prefetch = held.prefetch;
+    if (prefetch?.seq !== undefined)
+      this.lastCalls.set(id, { seq: prefetch.seq, index: row.entry_idx, at: plan.rest.at });
+    if (prefetch) {
+      const window = this.windows.get(id);
+      if (window && window.seq === prefetch.seq && window.next === row.entry_idx) {
+        window.texts.push(text);
+        if (window.texts.length > WINDOW_SIZE) window.texts.shift();
+        window.next = row.entry_idx + 1;
+      }
+      prefetch.nextEntry = row.entry_idx + 1;
+      if (snap && row.snapshot_idx !== null) {
+        prefetch.latest = {
+          idx: row.snapshot_idx,
+          at: snap.at,
+          reason: snap.reason,
+          checkpoint: snap.checkpoint?.hash ?? null,
+          changes: snap.checkpoint ? null : (snap.changes ?? null),
+        };
+        prefetch.chain = snap.chain;
+      }
+    }
+    return full;
   }
 
   private async insertEntry(db: Queryable, id: string, full: HistoryEntry): Promise<HistoryEntry> {
@@ -520,7 +892,7 @@ export class PostgresStore implements Store {
   ): Promise<Snapshot> {
     const next = toImmutableJson(state ?? null);
     const held = this.heldFor(id);
-    const { index } = await this.guard("appendSnapshot", () => {
+    const { index, size } = await this.guard("appendSnapshot", () => {
       if (held?.lost) throw lockLost();
       return this.transaction(
         async (db) => {
@@ -530,8 +902,8 @@ export class PostgresStore implements Store {
             [id],
           );
           const index = (last.rows[0]?.idx ?? -1) + 1;
-          const hash = await this.writeCheckpoint(db, id, index, at, reason, next);
-          return { index, hash };
+          const { hash, size } = await this.writeCheckpoint(db, id, index, at, reason, next);
+          return { index, hash, size };
         },
         async (db, written) => {
           const { rows } = await db.query<{ at: string; reason: string; checkpoint: string | null }>(
@@ -545,11 +917,17 @@ export class PostgresStore implements Store {
     });
     const snapshot: Snapshot = { index, at, reason, state: next };
     this.latest.set(id, snapshot);
-    if (held) held.read = index;
+    chains.set(snapshot, { size, n: 0, bytes: 0 });
+    if (held) {
+      held.read = index;
+      held.prefetch = undefined; // what the lock read is no longer the latest
+    }
     return { ...snapshot };
   }
 
   async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
+    this.windows.delete(record.id);
+    this.lastCalls.delete(record.id);
     const states = contents.snapshots.map((snapshot) => toImmutableJson(snapshot.state ?? null));
     const text = JSON.stringify(record);
     await this.guard("importSession", () =>
@@ -735,6 +1113,19 @@ export class PostgresStore implements Store {
           migration.description,
         ]);
       }
+      // A role that may not create functions still serves, a few round trips slower per call.
+      await client.query("SAVEPOINT terrarium_functions");
+      try {
+        await client.query(FUNCTIONS_SQL);
+        this.fast = true;
+      } catch (error) {
+        if ((error as { code?: string }).code !== "42501") throw error;
+        await client.query("ROLLBACK TO SAVEPOINT terrarium_functions");
+        this.fast = false;
+        this.log(
+          `terrarium: may not create functions in the session database at ${this.where}; calls take the slower path (grant CREATE on the schema)`,
+        );
+      }
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
@@ -823,7 +1214,7 @@ export class PostgresStore implements Store {
     before: unknown,
     after: unknown,
     chain?: { size: number | null; n: number | null; bytes: string | null },
-  ): Promise<void> {
+  ): Promise<Chain> {
     const changes = JSON.stringify(diffJson(before, after));
     let base = chain;
     if (!base) {
@@ -850,9 +1241,10 @@ export class PostgresStore implements Store {
         "INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes) VALUES ($1, $2, $3, $4, NULL, $5)",
         [id, index, at, reason, changes],
       );
-      return;
+      return { size: base.size, n: base.n + 1, bytes: Number(base.bytes) + changes.length };
     }
-    await this.writeCheckpoint(db, id, index, at, reason, after);
+    const { size } = await this.writeCheckpoint(db, id, index, at, reason, after);
+    return { size, n: 0, bytes: 0 };
   }
 
   private async writeCheckpoint(
@@ -862,7 +1254,7 @@ export class PostgresStore implements Store {
     at: string,
     reason: Snapshot["reason"],
     state: unknown,
-  ): Promise<string> {
+  ): Promise<{ hash: string; size: number }> {
     const text = JSON.stringify(state);
     const hash = createHash("sha256").update(text).digest("hex");
     // DO UPDATE (not DO NOTHING) locks an existing row, so a concurrent clean-up cannot free it under us.
@@ -875,7 +1267,7 @@ export class PostgresStore implements Store {
       [id, index, at, reason, hash],
     );
     this.checkpoints.set(hash, state);
-    return hash;
+    return { hash, size: text.length };
   }
 
   /** The latest snapshot as the database has it now (the cache only saves rebuilding its state). */
@@ -887,16 +1279,53 @@ export class PostgresStore implements Store {
     return rows[0] ? this.latestFromRow(db, id, rows[0]) : undefined;
   }
 
+  /**
+   * The latest snapshot as the lock's query read it: the cached one when it is that one, else the cached
+   * (or the checkpoint's) state brought forward by the changes the query returned, else read in full.
+   */
+  private async latestFromPrefetch(id: string, prefetch: Prefetch): Promise<Snapshot | undefined> {
+    const row = prefetch.latest as SnapshotRow;
+    const cached = this.latest.get(id);
+    const catchup = prefetch.catchup;
+    if (catchup && !(cached?.index === row.idx && cached.at === row.at && cached.reason === row.reason)) {
+      const fromCache =
+        catchup.known >= catchup.base && catchup.known < row.idx && cached?.index === catchup.known;
+      // One change set per snapshot between the start and the latest, or the slow path.
+      const from = fromCache ? catchup.known : catchup.base;
+      if ((fromCache || catchup.known < catchup.base) && catchup.changes.length === row.idx - from) {
+        let state = fromCache
+          ? (cached as Snapshot).state
+          : await this.checkpointState(this.pool, catchup.checkpoint);
+        for (const changes of catchup.changes) state = applyRow(state, { changes });
+        const snapshot: Snapshot = { index: row.idx, at: row.at, reason: row.reason, state };
+        this.latest.set(id, snapshot);
+        if (prefetch.chain) chains.set(snapshot, prefetch.chain);
+        return snapshot;
+      }
+    }
+    return this.latestFromRow(this.pool, id, row, prefetch.chain);
+  }
+
   /** The snapshot a row of the latest one describes: the cached state when it is that one. */
-  private async latestFromRow(db: Queryable, id: string, row: SnapshotRow): Promise<Snapshot | undefined> {
+  private async latestFromRow(
+    db: Queryable,
+    id: string,
+    row: SnapshotRow,
+    chain?: Chain,
+  ): Promise<Snapshot | undefined> {
     const cached = this.latest.get(id);
     if (cached?.index === row.idx && cached.at === row.at && cached.reason === row.reason) return cached;
     let state: unknown;
     if (row.checkpoint !== null) state = await this.checkpointState(db, row.checkpoint);
     else if (cached && cached.index === row.idx - 1) state = applyRow(cached.state, row);
-    else return this.readSnapshot(db, id, row.idx);
+    else {
+      const read = await this.readSnapshot(db, id, row.idx);
+      if (read && chain) chains.set(read, chain);
+      return read;
+    }
     const snapshot: Snapshot = { index: row.idx, at: row.at, reason: row.reason, state };
     this.latest.set(id, snapshot);
+    if (chain) chains.set(snapshot, chain);
     return snapshot;
   }
 
@@ -938,9 +1367,11 @@ export class PostgresStore implements Store {
   private async checkpointState(db: Queryable, hash: string): Promise<unknown> {
     const cached = this.checkpoints.get(hash);
     if (cached !== undefined) return cached;
-    const { rows } = await db.query<{ state: string }>("SELECT state FROM terrarium_states WHERE hash = $1", [
-      hash,
-    ]);
+    const { rows } = await db.query<{ state: string }>({
+      name: "terrarium_state",
+      text: "SELECT state FROM terrarium_states WHERE hash = $1",
+      values: [hash],
+    });
     if (!rows[0]) throw new TerrariumError("INTERNAL", `the stored state ${hash} is missing`);
     const state = toImmutableJson(JSON.parse(rows[0].state));
     this.checkpoints.set(hash, state);
@@ -989,7 +1420,128 @@ interface HeldLock {
   lost: boolean;
   /** The snapshot index the call read under the lock; the step it writes must build on it. */
   read?: number;
+  /** The connection holding the lock; the call's step is written on it. */
+  client?: PoolClient;
+  /** What the lock's query read, kept current by the call's own writes (undefined: ask the database). */
+  prefetch?: Prefetch;
   forget?: () => void;
+}
+
+const LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended($1, 0))";
+
+const HEAD_SQL = `
+  SELECT s.record, l.idx, l.at, l.reason, l.checkpoint, l.changes,
+         e.idx AS last_idx, e.entry::json->>'at' AS last_at
+    FROM terrarium_sessions s
+    LEFT JOIN LATERAL (SELECT idx, at, reason, checkpoint, changes FROM terrarium_snapshots
+                        WHERE session = $1 ORDER BY idx DESC LIMIT 1) l ON true
+    LEFT JOIN LATERAL (SELECT idx, entry FROM terrarium_history
+                        WHERE session = $1 ORDER BY idx DESC LIMIT 1) e ON true
+   WHERE s.id = $1`;
+const UNLOCK_SQL = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
+
+/** The checkpoint a snapshot's chain starts from (its size) and the changes stored since (count, length). */
+interface Chain {
+  size: number;
+  n: number;
+  bytes: number;
+}
+
+/** Chains of cached snapshots, when known: a step can then choose changes or a checkpoint without asking. */
+const chains = new WeakMap<Snapshot, Chain>();
+
+/** History entries kept per session (as stored), enough for the engine's window. */
+const WINDOW_SIZE = 64;
+
+interface HistoryWindow {
+  /** The session row's sequence number: a session deleted and made again under the same id differs. */
+  seq: string;
+  /** The index after the last entry kept. */
+  next: number;
+  texts: string[];
+}
+
+/** A row of terrarium_lock_v1. */
+interface LockRow {
+  seq: string;
+  record: string;
+  idx: number | null;
+  at: string;
+  reason: Snapshot["reason"];
+  checkpoint: string | null;
+  changes: string | null;
+  next_entry: number;
+  last_at: string | null;
+  base_idx: number | null;
+  base_checkpoint: string | null;
+  catchup: string[] | null;
+  base_size: number | null;
+  chain_n: number | null;
+  chain_bytes: string | null;
+}
+
+interface Prefetch {
+  /** Undefined when there is no such session. */
+  seq?: string;
+  record?: string;
+  latest?: SnapshotRow;
+  nextEntry: number;
+  chain?: Chain;
+  /**
+   * How to rebuild the latest state when the cached one is behind: from the cached snapshot `known` (when
+   * it is at or after the checkpoint `base`) or from that checkpoint, apply `changes` in order.
+   */
+  catchup?: { known: number; base: number; checkpoint: string; changes: string[] };
+}
+
+function prefetchOf(row: LockRow | undefined, known: number): Prefetch {
+  if (!row) return { nextEntry: 0 };
+  return {
+    ...(row.base_idx !== null && row.base_checkpoint !== null && row.idx !== known
+      ? {
+          catchup: { known, base: row.base_idx, checkpoint: row.base_checkpoint, changes: row.catchup ?? [] },
+        }
+      : {}),
+    seq: row.seq,
+    record: row.record,
+    ...(row.idx === null
+      ? {}
+      : {
+          latest: {
+            idx: row.idx,
+            at: row.at,
+            reason: row.reason,
+            checkpoint: row.checkpoint,
+            changes: row.changes,
+          },
+        }),
+    nextEntry: row.next_entry,
+    ...(row.base_size !== null && row.chain_n !== null && row.chain_bytes !== null
+      ? { chain: { size: row.base_size, n: row.chain_n, bytes: Number(row.chain_bytes) } }
+      : {}),
+  };
+}
+
+/** A step to write in one statement: its entry without indexes, and its snapshot made here. */
+interface StepPlan {
+  rest: Omit<HistoryEntry, "index" | "snapshot">;
+  /** The entry's JSON without its closing brace: the database appends the indexes. */
+  prefix: string;
+  /** The snapshot the database must still be at (null: any, for a step that changes nothing). */
+  expected: number | null;
+  snapshot?: {
+    at: string;
+    reason: Snapshot["reason"];
+    state: unknown;
+    changes?: string;
+    checkpoint?: { hash: string; text: string };
+    /** The chain once this snapshot is written. */
+    chain: Chain;
+  };
+}
+
+function parseEntry(text: string): HistoryEntry {
+  return JSON.parse(text) as HistoryEntry;
 }
 
 const heldLocks = new AsyncLocalStorage<HeldLock>();
