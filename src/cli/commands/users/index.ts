@@ -5,6 +5,7 @@ import { registerUsersGenerateCommand } from "./generate.js";
 import { registerUsersObserveCommand } from "./observe.js";
 import { registerUsersReportCommands } from "./report.js";
 import { registerUsersRunCommand } from "./run.js";
+import { registerUsersTestCommand } from "./test.js";
 
 /** `terrarium users`: simulated users talking to a chat agent (VISTA): generate, run, report, compare. */
 export function registerUsersCommands(
@@ -19,6 +20,7 @@ export function registerUsersCommands(
     );
   registerUsersGenerateCommand(users, io, setExitCode);
   registerUsersRunCommand(users, io, setExitCode);
+  registerUsersTestCommand(users, io, setExitCode);
   registerUsersReportCommands(users, io);
   registerUsersDemoCommand(users, io);
   registerUsersObserveCommand(users, io);
