@@ -747,6 +747,17 @@ function checkRun(args: string[], run: CliRun, cwd: string, redirect: string | u
       expect(run.stdout).toMatch(/TDE/);
       break;
     }
+    case "users test": {
+      // Every test of the examples passes, into --out (or the default folder), with JUnit when asked.
+      const folder = join(cwd, outFile ?? ".terrarium/test-results");
+      const summary = JSON.parse(readFileSync(join(folder, "summary.json"), "utf8"));
+      expect(summary.tests.total).toBeGreaterThan(0);
+      expect(summary.tests.passed).toBe(summary.tests.total);
+      expect(run.stdout).toMatch(/^PASS /m);
+      const junit = optionValues(args, ["--junit"])[0];
+      if (junit) expect(readFileSync(join(cwd, junit), "utf8")).toMatch(/<testsuites [^>]*failures="0"/);
+      break;
+    }
     case "users report":
       expect(readFileSync(join(cwd, args[2] ?? "", "report.html"), "utf8")).toMatch(/<html/i);
       expect(run.stdout).toMatch(/TDE/);
