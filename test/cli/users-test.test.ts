@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, spawnCli, waitForStderr } from "../helpers/cli.js";
 import { childNamed, elementsNamed, parseXml, type XmlElement } from "../helpers/junit-xml.js";
+import { startScriptedLlmServer, writeScriptedConfig } from "../helpers/scripted-llm-server.js";
+import { scriptedUsersResponder } from "../helpers/scripted-users.js";
 
 /**
  * `terrarium users test` end to end, as CI runs it: a folder of tests run against a module agent that acts
@@ -272,6 +274,57 @@ describe("terrarium users test", () => {
     expect(error?.attributes.type).toBe("user");
     expect(elementsNamed(xml, "skipped")).toEqual([]);
   }, 60_000);
+
+  it("simulate and judge steps use --user-model and --judge-model; without a model such a test errors", async () => {
+    const server = await startScriptedLlmServer([], { respond: scriptedUsersResponder() });
+    try {
+      const dir = join(root, "models");
+      mkdirSync(dir, { recursive: true });
+      const config = writeScriptedConfig(dir, server.baseURL); // a provider, no roles
+      const file = write(
+        "simulated/simulated.yaml",
+        `id: simulated
+profile: You are Yusuf, a teacher.
+goal: Return the headphones from order #W2378156.
+knowledge: Your email is yusuf.rossi7301@example.com.
+script:
+  - simulate: 2
+  - expect_tool_call: { name: get_order_details, arguments: { order_id: "#W2378156" } }
+  - judge: ["The agent found the user's order."]
+`,
+      );
+      const base = [
+        "--config",
+        config,
+        "users",
+        "test",
+        file,
+        "--agent",
+        agentSpec,
+        "--agent-tools",
+        "tau2-retail",
+      ];
+      const run = await cli([
+        ...base,
+        "--user-model",
+        "scripted:user",
+        "--judge-model",
+        "scripted:judge",
+        "--out",
+        join(root, "run-models"),
+      ]);
+      expect(run.stdout).toMatch(/^PASS {2}simulated /m);
+      expect(run.code).toBe(0);
+      const models = new Set(server.requests.map((request) => request.body?.model));
+      expect(models).toEqual(new Set(["user", "judge"]));
+
+      const without = await cli([...base, "--out", join(root, "run-no-models")]);
+      expect(without.code).toBe(1);
+      expect(without.stdout).toMatch(/^ERROR simulated .*\n {6}step 1 simulate: .*user model/m);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 
   describe("bad input exits 2 before anything runs", () => {
     const refused = async (args: string[], message: RegExp) => {
