@@ -82,6 +82,8 @@ LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 BEGIN
   PERFORM pg_advisory_lock(hashtextextended(p_session, 0));
+  -- A step that released the lock may not have committed yet: wait until it has.
+  PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_session, 1));
   -- What the caller does not know already (it says what it has cached): the chain since the last
   -- checkpoint, the changes from its cached snapshot (or that checkpoint) to the latest, the last call's time.
   RETURN QUERY
@@ -115,7 +117,7 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION terrarium_step_v1(
   p_session TEXT, p_expected INTEGER, p_entry TEXT, p_snapshot BOOLEAN, p_at TEXT, p_reason TEXT,
-  p_changes TEXT, p_hash TEXT, p_size INTEGER, p_state TEXT)
+  p_changes TEXT, p_hash TEXT, p_size INTEGER, p_state TEXT, p_unlock BOOLEAN)
 RETURNS TABLE (outcome TEXT, entry_idx INTEGER, snapshot_idx INTEGER)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -149,6 +151,12 @@ BEGIN
   ELSE
     INSERT INTO terrarium_history (session, idx, entry)
       VALUES (p_session, v_next, p_entry || ',"index":' || v_next || '}');
+  END IF;
+  IF p_unlock THEN
+    -- The session's lock is released here, saving the call a round trip; the next holder's lock function
+    -- waits on the second key (held until this transaction commits), so it reads this step.
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 1));
+    PERFORM pg_advisory_unlock(hashtextextended(p_session, 0));
   END IF;
   RETURN QUERY SELECT 'ok'::text, v_next, v_latest;
 END
@@ -384,28 +392,8 @@ export class PostgresStore implements Store {
       client.on("error", onError);
       held.forget = () => client.off("error", onError);
       try {
-        if (this.fast) {
-          // The lock, and then what a call reads (record, latest snapshot, next history index), in one
-          // round trip; the chain since the last checkpoint only when the cached latest state lacks it.
-          const cached = this.latest.get(id);
-          const known = cached ? cached.index : -1;
-          const { rows } = await client.query<LockRow>({
-            name: "terrarium_lock_v1",
-            text: "SELECT * FROM terrarium_lock_v1($1, $2, $3, $4)",
-            values: [
-              id,
-              known,
-              cached !== undefined && chains.has(cached),
-              this.lastCalls.get(id)?.index ?? -1,
-            ],
-          });
-          held.prefetch = prefetchOf(rows[0], known);
-          const row = rows[0];
-          if (row && row.last_at !== null && row.next_entry > 0)
-            this.lastCalls.set(id, { seq: row.seq, index: row.next_entry - 1, at: row.last_at });
-        } else {
-          await client.query({ name: "terrarium_lock", text: LOCK_SQL, values: [id] });
-        }
+        if (this.fast) await this.lockAndRead(held);
+        else await client.query({ name: "terrarium_lock", text: LOCK_SQL, values: [id] });
       } catch (error) {
         held.lost = true;
         held.forget();
@@ -420,20 +408,59 @@ export class PostgresStore implements Store {
       return await heldLocks.run(held, run);
     } finally {
       held.prefetch = undefined;
-      // Everything `run` wrote is committed by now, so the answer need not wait for the unlock: the
-      // connection goes back to the pool once it is done, and the next holder (here or elsewhere) waits
-      // for it in the database. A connection that died took its lock with it and is dropped.
-      void client.query({ name: "terrarium_unlock", text: UNLOCK_SQL, values: [id] }).then(
-        () => {
-          held.forget?.();
-          client.release(held.lost ? new Error("the lock's connection failed") : undefined);
-        },
-        (error: unknown) => {
-          held.forget?.();
-          client.release(asError(error));
-        },
-      );
+      this.release(held, client);
     }
+  }
+
+  /**
+   * Gives the lock's connection back once the session is unlocked. Everything the call wrote is committed
+   * by now, so the answer need not wait for the unlock: the next holder (here or elsewhere) waits for it in
+   * the database. A call whose step released the lock as it committed needs no unlock. A connection that
+   * died took its lock with it and is dropped.
+   */
+  private release(held: HeldLock, client: PoolClient): void {
+    const done = (error?: Error) => {
+      held.forget?.();
+      client.release(error ?? (held.lost ? new Error("the lock's connection failed") : undefined));
+    };
+    if (held.unlocked) done();
+    else
+      void client.query({ name: "terrarium_unlock", text: UNLOCK_SQL, values: [held.id] }).then(
+        () => done(),
+        (error: unknown) => done(asError(error)),
+      );
+  }
+
+  /**
+   * Takes the session's lock on the held connection and reads what a call needs, in one round trip: the
+   * record, the latest snapshot, the next history index; the chain since the last checkpoint and the
+   * changes since the cached snapshot only when the cached state lacks them.
+   */
+  private async lockAndRead(held: HeldLock): Promise<Prefetch> {
+    const { id } = held;
+    const cached = this.latest.get(id);
+    const known = cached ? cached.index : -1;
+    const { rows } = await (held.client as PoolClient).query<LockRow>({
+      name: "terrarium_lock_v1",
+      text: "SELECT * FROM terrarium_lock_v1($1, $2, $3, $4)",
+      values: [id, known, cached !== undefined && chains.has(cached), this.lastCalls.get(id)?.index ?? -1],
+    });
+    const row = rows[0];
+    if (row && row.last_at !== null && row.next_entry > 0)
+      this.lastCalls.set(id, { seq: row.seq, index: row.next_entry - 1, at: row.last_at });
+    held.prefetch = prefetchOf(row, known);
+    return held.prefetch;
+  }
+
+  /**
+   * A write after the call's step released the lock (a call that writes twice): the lock is taken again,
+   * and if the session moved on meanwhile the lock counts as lost, so the write is refused.
+   */
+  private async relock(held: HeldLock): Promise<void> {
+    if (!held.unlocked || held.lost) return;
+    const prefetch = await this.lockAndRead(held);
+    held.unlocked = false;
+    if (held.read !== undefined && prefetch.latest?.idx !== held.read) held.lost = true;
   }
 
   async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
@@ -689,6 +716,7 @@ export class PostgresStore implements Store {
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     const held = this.heldFor(id);
+    if (held?.unlocked) await this.guard("appendStep", () => this.relock(held));
     const plan = this.planStep(
       id,
       entry,
@@ -796,7 +824,7 @@ export class PostgresStore implements Store {
     try {
       ({ rows } = await client.query({
         name: "terrarium_step_v1",
-        text: "SELECT * FROM terrarium_step_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        text: "SELECT * FROM terrarium_step_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         values: [
           id,
           plan.expected,
@@ -808,6 +836,7 @@ export class PostgresStore implements Store {
           snap?.checkpoint?.hash ?? null,
           snap?.checkpoint?.text.length ?? null,
           snap?.checkpoint?.text ?? null,
+          true,
         ],
       }));
     } catch (error) {
@@ -833,6 +862,7 @@ export class PostgresStore implements Store {
     if (row?.outcome === "unknown") throw unknownSession(id);
     // Another replica wrote since this call read the session (its lock was lost meanwhile).
     if (row?.outcome !== "ok" || row.entry_idx === null) throw lockLost();
+    held.unlocked = true;
     const full = { ...plan.rest, index: row.entry_idx } as HistoryEntry;
     let text = `${plan.prefix},"index":${row.entry_idx}}`;
     if (snap && row.snapshot_idx !== null) {
@@ -892,6 +922,7 @@ export class PostgresStore implements Store {
   ): Promise<Snapshot> {
     const next = toImmutableJson(state ?? null);
     const held = this.heldFor(id);
+    if (held?.unlocked) await this.guard("appendSnapshot", () => this.relock(held));
     const { index, size } = await this.guard("appendSnapshot", () => {
       if (held?.lost) throw lockLost();
       return this.transaction(
@@ -1424,6 +1455,8 @@ interface HeldLock {
   client?: PoolClient;
   /** What the lock's query read, kept current by the call's own writes (undefined: ask the database). */
   prefetch?: Prefetch;
+  /** The call's step released the lock as it committed (a later write takes it again). */
+  unlocked?: boolean;
   forget?: () => void;
 }
 
