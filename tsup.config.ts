@@ -8,10 +8,18 @@ export default defineConfig({
     "sandbox-worker": "src/envs/sandbox/worker.ts",
     // terrarium/openenv: the OpenEnv client alone, for rollout code that needs nothing else.
     openenv: "src/rl/openenv/client.ts",
+    // terrarium/testing: scenario tests (runScenarioTest) for vitest, jest or node:test.
+    testing: "src/users/testing/index.ts",
   },
   format: ["esm"],
   target: "node20",
-  dts: { entry: { index: "src/index.ts", openenv: "src/rl/openenv/client.ts" } },
+  dts: {
+    entry: {
+      index: "src/index.ts",
+      openenv: "src/rl/openenv/client.ts",
+      testing: "src/users/testing/index.ts",
+    },
+  },
   sourcemap: true,
   clean: true,
   // Dependencies stay in node_modules: optional native ones (node-llama-cpp) must load lazily, not be bundled.

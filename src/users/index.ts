@@ -18,5 +18,6 @@ export type { RunJudgement as StoredRunJudgement } from "./run/index.js";
 export * from "./run/index.js";
 export * from "./scenario/index.js";
 export * from "./simulator/index.js";
+export * from "./testing/index.js";
 export * from "./tools/index.js";
 export * from "./turns/index.js";

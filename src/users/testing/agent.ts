@@ -5,6 +5,7 @@
  */
 import { canonicalJson } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
+import { parseConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { buildEngine } from "../../server/start.js";
 import type { Engine } from "../../sim/engine.js";
@@ -56,10 +57,8 @@ export async function openScenarioTestAgent(
     const engine = sources ? await engineFor(sources, options) : undefined;
     return wrap(new FunctionTarget(agent, fn as AgentFunction, engine));
   }
-  // A Models object only for the targets that need one; it calls nothing until asked.
-  const models = options.models ?? new Models(options.config ? { config: options.config } : {});
   const target = await createAgentTarget(agent, {
-    models,
+    models: agentModels(options),
     ...(sources ? { agentTools: sources } : {}),
     ...(options.httpConfig !== undefined ? { httpConfig: options.httpConfig } : {}),
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
@@ -91,12 +90,28 @@ function wrap(target: AgentTarget): ScenarioTestAgent {
   };
 }
 
+/**
+ * The models the agent's side may use. `roles.default` is dropped: in a test it must not quietly turn on
+ * the llm simulator or semantic validation of the agent's tool calls (a scripted test calls no model).
+ * `roles.simulator` and `roles.validator` set on purpose are kept; a `planner:` agent names its own model.
+ * Usage is accounted in the caller's ledger. The configuration in the working directory is not read.
+ */
+function agentModels(options: ScenarioTestAgentOptions): Models {
+  const config = options.models?.config ?? options.config ?? parseConfig({});
+  const roles: Record<string, string> = {};
+  for (const role of ["simulator", "validator"]) {
+    const model = config.roles[role];
+    if (model) roles[role] = model;
+  }
+  return new Models({
+    config: { ...config, roles },
+    ...(options.models ? { ledger: options.models.ledger } : {}),
+  });
+}
+
 async function engineFor(sources: string[], options: ScenarioTestAgentOptions): Promise<Engine> {
   try {
-    const built = await buildEngine({
-      sources,
-      ...(options.models ? { models: options.models } : {}),
-    });
+    const built = await buildEngine({ sources, models: agentModels(options) });
     return built.engine;
   } catch (error) {
     if (error instanceof TerrariumError)

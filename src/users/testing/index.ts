@@ -5,6 +5,7 @@ export { FUNCTION_AGENT_SPEC, isScenarioTestAgent, openScenarioTestAgent } from 
 export {
   containsDeep,
   isScenarioTest,
+  loadScenarioTests,
   parseScenarioTest,
   runScenarioTest,
   scenarioTestTranscriptLines,

@@ -12,7 +12,7 @@ import type { AgentToolCallRecord, ConversationMessage, EndReason, TurnRecord } 
 import { clip, clipValue, JUDGE_LIMITS, transcriptText } from "../judges/shared.js";
 import { MAX_STORED_STATE_BYTES } from "../run/run-users.js";
 import { type TranscriptLine, USERS_RUN_SCHEMA_VERSION } from "../run/transcript.js";
-import { parseScenario, type Scenario } from "../scenario/load.js";
+import { loadScenarios, parseScenario, type Scenario } from "../scenario/load.js";
 import { UserToolFactory } from "../simulator/toolbox.js";
 import { SimulatedUser, seedNumber } from "../simulator/user.js";
 import { checkTurnBudget, RepetitionGuard } from "../turns/index.js";
@@ -49,6 +49,23 @@ export function parseScenarioTest(
     });
   const scenario = parseScenario(Object.hasOwn(test, "id") ? test : { id: "test", ...test }, options);
   return scenario as ScenarioWithScript;
+}
+
+/**
+ * The tests of a file or a folder (its `.yaml`, `.yml` and `.json` files): the scenarios with a script.
+ * Refused when none has one, so a wrong path does not pass as an empty suite.
+ */
+export function loadScenarioTests(pathOrDir: string): ScenarioWithScript[] {
+  const tests = loadScenarios(pathOrDir).filter(isScenarioTest);
+  if (tests.length === 0)
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      "no scenario here has a script (a test is a scenario with script:)",
+      {
+        where: { file: pathOrDir },
+      },
+    );
+  return tests;
 }
 
 /** Whether a loaded scenario is a test. */
