@@ -24,11 +24,15 @@ interface Kept {
 }
 
 interface Stored {
-  record: SessionRecord;
+  /** The record as JSON text: parsing a small text is cheaper than a structured clone. */
+  record: string;
+  owner: string | undefined;
   snapshots: Kept[];
   /** The latest snapshot, whole: what every call reads. */
   latest: Snapshot;
-  history: HistoryEntry[];
+  /** History entries as JSON text (written once, parsed when read: most are never read again). */
+  history: string[];
+  lastCall: { index: number; at: string } | undefined;
   /** Snapshots kept as changes since the last checkpoint, and roughly how many bytes of JSON they hold. */
   chain: { length: number; bytes: number; limit: number };
 }
@@ -38,7 +42,8 @@ const MIN_CHAIN_BYTES = 4096;
 
 /**
  * Sessions in memory: for tests, libraries and short-lived servers. Records and history entries are
- * copied in and out; states are immutable trees kept as they are, shared with the caller.
+ * copied in and out (kept as JSON text, as the SQLite store keeps them); states are immutable trees kept
+ * as they are, shared with the caller.
  *
  * Like the SQLite store, a snapshot is kept as its exact changes from the one before, with a checkpoint
  * (the whole state) once the changes since the last one outweigh it: a state that grows with every call
@@ -59,40 +64,41 @@ export class MemoryStore implements Store {
       state: toImmutableJson(initialState ?? null),
     };
     this.sessions.set(record.id, {
-      record: structuredClone(record),
+      record: JSON.stringify(record),
+      owner: record.owner,
       snapshots: [{ ...latest }],
       latest,
       history: [],
+      lastCall: undefined,
       chain: checkpointChain(latest.state),
     });
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
     const stored = this.sessions.get(id);
-    return stored ? structuredClone(stored.record) : undefined;
+    return stored ? (JSON.parse(stored.record) as SessionRecord) : undefined;
   }
 
   async head(id: string): Promise<SessionHead> {
     const stored = this.get(id);
-    const last = stored.history[stored.history.length - 1];
     return {
-      record: structuredClone(stored.record),
+      record: JSON.parse(stored.record) as SessionRecord,
       // Through latestSnapshot, so a subclass that watches reads sees this one.
       snapshot: await this.latestSnapshot(id),
-      ...(last ? { lastCall: { index: last.index, at: last.at } } : {}),
+      ...(stored.lastCall ? { lastCall: { ...stored.lastCall } } : {}),
     };
   }
 
   async listSessions(owner?: string): Promise<SessionRecord[]> {
     return [...this.sessions.values()]
-      .filter((s) => owner === undefined || s.record.owner === owner)
-      .map((s) => structuredClone(s.record));
+      .filter((s) => owner === undefined || s.owner === owner)
+      .map((s) => JSON.parse(s.record) as SessionRecord);
   }
 
   async countSessions(owner?: string): Promise<number> {
     if (owner === undefined) return this.sessions.size;
     let count = 0;
-    for (const stored of this.sessions.values()) if (stored.record.owner === owner) count++;
+    for (const stored of this.sessions.values()) if (stored.owner === owner) count++;
     return count;
   }
 
@@ -130,7 +136,8 @@ export class MemoryStore implements Store {
 
   async history(id: string, last?: number): Promise<HistoryEntry[]> {
     const history = this.get(id).history;
-    return structuredClone(last === undefined ? history : history.slice(Math.max(0, history.length - last)));
+    const texts = last === undefined ? history : history.slice(Math.max(0, history.length - last));
+    return texts.map((text) => JSON.parse(text) as HistoryEntry);
   }
 
   async appendStep(
@@ -140,20 +147,22 @@ export class MemoryStore implements Store {
   ): Promise<HistoryEntry> {
     const stored = this.get(id);
     // Build everything before changing anything, so a value that cannot be stored leaves no trace.
-    const full: HistoryEntry = structuredClone({ ...entry, index: stored.history.length });
-    if (state) {
-      const next = toImmutableJson(state.state ?? null);
-      const changes = state.changes ?? diffJson(stored.latest.state, next);
+    const full: HistoryEntry = { ...entry, index: stored.history.length };
+    const next = state ? toImmutableJson(state.state ?? null) : undefined;
+    const changes = state ? (state.changes ?? diffJson(stored.latest.state, next)) : undefined;
+    if (state) full.snapshot = stored.latest.index + 1;
+    const text = JSON.stringify(full);
+    if (state)
       this.push(
         stored,
         { index: stored.latest.index + 1, at: entry.at, reason: state.reason },
         next,
         changes,
       );
-      full.snapshot = stored.latest.index;
-    }
-    stored.history.push(full);
-    return structuredClone(full);
+    stored.history.push(text);
+    stored.lastCall = { index: full.index, at: full.at };
+    // The caller's own values in a new object: nothing the store keeps is handed out.
+    return full;
   }
 
   async appendSnapshot(
@@ -179,11 +188,15 @@ export class MemoryStore implements Store {
       state: toImmutableJson(snapshot.state ?? null),
     }));
     const latest = snapshots[snapshots.length - 1] as Kept;
+    const history = contents.history.map((entry) => JSON.stringify(entry));
+    const last = contents.history[contents.history.length - 1];
     this.sessions.set(record.id, {
-      record: structuredClone(record),
+      record: JSON.stringify(record),
+      owner: record.owner,
       snapshots,
       latest: { index: latest.index, at: latest.at, reason: latest.reason, state: latest.state },
-      history: structuredClone(contents.history),
+      history,
+      lastCall: last ? { index: last.index, at: last.at } : undefined,
       chain: checkpointChain(latest.state),
     });
   }

@@ -58,6 +58,11 @@ export class SqliteStore implements Store {
    * process extended, or a transaction that rolled back, is read again from the file.
    */
   private readonly chains = new Lru<string, Chain>(STATE_CACHE_SIZE);
+  /** Writes waiting for the next group commit (see `groupCommit`). */
+  private queue: QueuedWrite[] = [];
+  private committed = 0;
+  /** Runs `work` in a transaction, or in a savepoint when one is already open. */
+  private readonly transaction: <T>(work: () => T) => T;
 
   constructor(
     readonly path: string,
@@ -80,6 +85,8 @@ export class SqliteStore implements Store {
       migrations: { 1: migrateFromVersion1 },
     });
     this.statements = this.prepare();
+    const run = this.db.transaction((work: () => unknown) => work());
+    this.transaction = <T>(work: () => T) => run(work) as T;
   }
 
   private prepare() {
@@ -234,7 +241,7 @@ export class SqliteStore implements Store {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     // The changes from the latest state; cheap when `next` was made from it (shared structure).
     const previous = next === undefined ? undefined : await this.latestSnapshot(id);
-    const written = this.db.transaction(() => {
+    const written = await this.groupCommit(() => {
       this.requireSession(id);
       const full: HistoryEntry = {
         ...entry,
@@ -247,7 +254,7 @@ export class SqliteStore implements Store {
       }
       this.statements.insertHistory.run(id, full.index, JSON.stringify(full));
       return full;
-    })();
+    });
     if (written.snapshot !== undefined && state)
       this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
     return written;
@@ -291,7 +298,61 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Writes already asked for are committed (and answered) before the file closes.
+    if (this.queue.length > 0) this.flush();
     if (this.db.open) this.db.close();
+  }
+
+  /** Transactions committed so far (a batch of grouped writes counts once). */
+  get commits(): number {
+    return this.committed;
+  }
+
+  /**
+   * Group commit. A write joins the writes asked for in the same turn of the event loop (concurrent calls
+   * on other sessions), and the batch is one transaction: a commit is the expensive part of a small write,
+   * so under load it is paid once per batch. Each write runs in a savepoint of its own, so one that fails
+   * takes back only itself. Its promise settles once the batch has committed: acknowledged still means
+   * stored, and a failed commit fails every write of the batch.
+   */
+  private groupCommit<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve, reject } as QueuedWrite);
+      if (this.queue.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    if (!this.db.open) {
+      const closed = new TerrariumError("STORE_UNAVAILABLE", "the session store is closed");
+      for (const write of batch) write.reject(closed);
+      return;
+    }
+    let outcomes: Array<{ value: unknown } | { error: unknown }>;
+    try {
+      outcomes = this.transaction(() =>
+        batch.map((write) => {
+          try {
+            // Nested: a savepoint inside the batch's transaction.
+            return { value: this.transaction(write.work) };
+          } catch (error) {
+            return { error };
+          }
+        }),
+      );
+      this.committed++;
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+      return;
+    }
+    batch.forEach((write, i) => {
+      const outcome = outcomes[i] as { value: unknown } | { error: unknown };
+      if ("error" in outcome) write.reject(outcome.error);
+      else write.resolve(outcome.value);
+    });
   }
 
   /**
@@ -386,6 +447,12 @@ export class SqliteStore implements Store {
     if (!this.statements.getSession.get(id))
       throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
   }
+}
+
+interface QueuedWrite {
+  work: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
 }
 
 /** Change-only snapshots since a checkpoint: how many, their bytes, the checkpoint's size, the last one's index. */

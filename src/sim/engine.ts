@@ -7,7 +7,7 @@ import { toImmutableJson } from "../core/immutable-json.js";
 import { type JsonChange, same } from "../core/json-diff.js";
 import { DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_RESULT_BYTES, formatSize } from "../core/json-limits.js";
 import { parsePointer } from "../core/json-pointer.js";
-import { createRandom, unseededRandom } from "../core/random.js";
+import { createRandom, type Random, unseededRandom } from "../core/random.js";
 import { SEEDED_CLOCK_START } from "../envs/define.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import {
@@ -455,7 +455,7 @@ export class Engine {
         state: snapshot.state,
         snapshotIndex: snapshot.index,
         history,
-        random: createRandom(`${session.seed}:${callCount}`),
+        random: new LazyRandom(`${session.seed}:${callCount}`),
         now: at,
         lineage: (replayable) => sessionLineage(this.store, id, replayable),
       });
@@ -685,6 +685,31 @@ export class Engine {
       if (this.queues.get(id) === settled) this.queues.delete(id);
     });
     return next;
+  }
+}
+
+/**
+ * The call's random source, seeded on first use: most calls only read its seed (a code environment
+ * seeds itself from it), and making the source hashes the seed.
+ */
+class LazyRandom implements Random {
+  private source: Random | undefined;
+  constructor(readonly seed: string) {}
+  private get random(): Random {
+    this.source ??= createRandom(this.seed);
+    return this.source;
+  }
+  next(): number {
+    return this.random.next();
+  }
+  int(min: number, max: number): number {
+    return this.random.int(min, max);
+  }
+  pick<T>(items: readonly T[]): T {
+    return this.random.pick(items);
+  }
+  derive(label: string): Random {
+    return this.random.derive(label);
   }
 }
 
