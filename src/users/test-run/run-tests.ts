@@ -276,6 +276,8 @@ export async function runScenarioTests(
       userModel: "",
       judges: false,
     };
+    // A JUnit file from an earlier run must not pass for this one if it is interrupted or crashes.
+    if (junit) rmSync(junit, { force: true });
     prepareFolder(outDir, {
       ...settings,
       kind: USERS_TEST_RUN_KIND,

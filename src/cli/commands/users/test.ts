@@ -167,7 +167,7 @@ JUnit file is written).
       if (options.userModel) await models.backend(options.userModel);
       if (options.judgeModel) await models.backend(options.judgeModel);
       const interrupt = interruptOnSignals(io, "the tests");
-      const colour = (io.stdout as { isTTY?: boolean }).isTTY === true && !process.env.NO_COLOR;
+      const colour = io.stdout.isTTY === true && !process.env.NO_COLOR;
       const started = performance.now();
       try {
         const result = await runScenarioTests(loaded, {
