@@ -17,9 +17,9 @@ export {
   renderJUnitXml,
 } from "./junit.js";
 export {
+  type CollectedScenarioTests,
+  collectScenarioTests,
   type LoadedScenarioTest,
-  type LoadedScenarioTests,
-  loadScenarioTests,
   type RunScenarioTestsOptions,
   type RunScenarioTestsResult,
   runScenarioTests,

@@ -44,7 +44,7 @@ export interface LoadedScenarioTest {
   file: string;
 }
 
-export interface LoadedScenarioTests {
+export interface CollectedScenarioTests {
   tests: LoadedScenarioTest[];
   /** Files of the folders given that hold no test, each with why. */
   skipped: Array<{ file: string; reason: string }>;
@@ -60,7 +60,7 @@ function hasScript(scenario: Scenario): scenario is ScenarioWithScript {
  * parse, a step that is not a step, a file named on the command line that holds no `script:`, two tests
  * with the same id. Nothing is run before this passes.
  */
-export function loadScenarioTests(paths: readonly string[], cwd = process.cwd()): LoadedScenarioTests {
+export function collectScenarioTests(paths: readonly string[], cwd = process.cwd()): CollectedScenarioTests {
   const { candidates, skipped } = discoverTestFiles(paths, cwd);
   const tests: LoadedScenarioTest[] = [];
   const problems: TerrariumError[] = [];
@@ -214,7 +214,7 @@ export interface RunScenarioTestsResult {
   /** The JUnit file written, absolute. */
   junit?: string;
   report: string;
-  skipped: LoadedScenarioTests["skipped"];
+  skipped: CollectedScenarioTests["skipped"];
   /** 0 when every run of every test passed, 1 otherwise. */
   exitCode: 0 | 1;
 }
@@ -229,7 +229,7 @@ const MAX_STORED_STATE_BYTES = 256 * 1024;
  * (a users run summary plus `tests`), `report.html` and, when asked, the JUnit file.
  */
 export async function runScenarioTests(
-  paths: readonly string[] | LoadedScenarioTests,
+  paths: readonly string[] | CollectedScenarioTests,
   options: RunScenarioTestsOptions,
 ): Promise<RunScenarioTestsResult> {
   const cwd = options.cwd ?? process.cwd();
@@ -240,7 +240,7 @@ export async function runScenarioTests(
     throw new TerrariumError("INVALID_INPUT", `runs must be a whole number >= 1, got ${runs}`);
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new TerrariumError("INVALID_INPUT", `concurrency must be a whole number >= 1, got ${concurrency}`);
-  const { tests, skipped } = isLoaded(paths) ? paths : loadScenarioTests(paths, cwd);
+  const { tests, skipped } = isLoaded(paths) ? paths : collectScenarioTests(paths, cwd);
   const outDir = resolve(cwd, options.outDir);
   const junit = options.junit === undefined ? undefined : resolve(cwd, options.junit);
   checkOutputs(outDir, junit);
@@ -377,7 +377,7 @@ function withAgentDeadlines(agent: ScenarioTestAgent, ms: number): ScenarioTestA
   return { spec: agent.spec, target: timedTarget, close: () => agent.close() };
 }
 
-function isLoaded(value: readonly string[] | LoadedScenarioTests): value is LoadedScenarioTests {
+function isLoaded(value: readonly string[] | CollectedScenarioTests): value is CollectedScenarioTests {
   return !Array.isArray(value);
 }
 

@@ -5,7 +5,7 @@ import { TerrariumError } from "../../../core/errors.js";
 import { loadConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import {
-  loadScenarioTests,
+  collectScenarioTests,
   runScenarioTests,
   type TestRunRecord,
   type TestsSummary,
@@ -152,7 +152,7 @@ JUnit file is written).
     .action(async (paths: string[], options: UsersTestCliOptions, command: Command) => {
       const cwd = process.cwd();
       // Everything that can be refused is refused before the agent opens: the tests, then the agent.
-      const loaded = loadScenarioTests(paths, cwd);
+      const loaded = collectScenarioTests(paths, cwd);
       for (const { file, reason } of loaded.skipped)
         io.stderr.write(`skipped ${shown(file, cwd)}: ${reason}\n`);
       const configPath = command.optsWithGlobals().config as string | undefined;
