@@ -12,6 +12,7 @@ import {
 import { isPlainObject } from "../../catalog/json-schema.js";
 import { HeapGuard } from "./heap.js";
 import { GUEST_PRELUDE } from "./prelude.js";
+import type { SourceTapes, SourceUse } from "./protocol.js";
 import { HeapSnapshot } from "./snapshot.js";
 
 /**
@@ -37,6 +38,13 @@ import { HeapSnapshot } from "./snapshot.js";
 export interface GuestRequest {
   code: string;
   input: string;
+  /** Clock readings, random numbers and ids drawn ahead (sources.ts): the guest takes these first. */
+  tapes?: SourceTapes;
+  /**
+   * Whether the guest may answer with what it changed instead of the whole new state (outcome `changes`):
+   * the state then reaches the guest as a lazy draft, read a part at a time (LazyState).
+   */
+  changes?: boolean;
 }
 
 /** The host's side of `ctx`: the instance's clock and seeded sources. */
@@ -89,12 +97,16 @@ export type RawOutcome =
       memory: boolean;
       settled: boolean;
       rejection?: { message: string; detailsText?: string };
+      /** What the call took from its tapes and the host, when the guest could still say. */
+      used?: SourceUse;
     }
   /** The engine itself failed (host stack overflow, an abort); the module was dropped. */
   | { kind: "failed"; reason: "stack" | "engine" | "memory"; detail: string };
 
 export type GuestOutcome =
+  /** The new state whole, or what the tool changed: [0, path, value] sets, [1, path] deletes. */
   | { kind: "returned"; observation: unknown; state: unknown }
+  | { kind: "returned"; observation: unknown; changes: unknown }
   /** The tool rejected the call with ctx.fail. */
   | { kind: "rejected"; message: string; details?: Record<string, unknown> }
   /** The tool threw (message: "TypeError: ..."). */
@@ -234,6 +246,11 @@ export class SandboxEngine {
           call.host.id(prefix && context.typeof(prefix) === "string" ? context.getString(prefix) : undefined),
         ),
       );
+      // A part of the state the guest's lazy draft reads for the first time (prelude.ts).
+      expose("load", (call, id) => {
+        if (!call.state.load) throw new Error("no state to load from");
+        return context.newString(call.state.load(id ? context.getNumber(id) : -1));
+      });
       expose("fail", (call, message, details) => {
         // The first rejection wins: a tool that catches its own ctx.fail still fails.
         if (call.rejection) return undefined;
@@ -249,8 +266,9 @@ export class SandboxEngine {
       const factory = scope.manage(unwrap(context, context.evalCode(GUEST_PRELUDE, "terrarium-prelude.js")));
       // The prelude's closure keeps the host object and its functions alive; only `drive` is held here.
       const drive = unwrap(context, context.callFunction(factory, context.undefined, hostObject));
+      const usage = context.getProp(drive, "usage");
       scope.dispose();
-      return { runtime, context, drive, snapshot: new HeapSnapshot(this.heap.memory) };
+      return { runtime, context, drive, usage, snapshot: new HeapSnapshot(this.heap.memory) };
     } catch (error) {
       scope.dispose();
       throw error;
@@ -264,17 +282,27 @@ export class SandboxEngine {
     pace: Pace | undefined,
   ): RawOutcome {
     if (!this.warm) this.warm = this.prepare();
-    const { runtime, context, drive, snapshot } = this.warm;
-    const call: ActiveCall = { host, pace, deadline: Number.POSITIVE_INFINITY, timedOut: false };
+    const { runtime, context, drive, usage, snapshot } = this.warm;
+    // The heap is the snapshot's before every call: its free space is measured once per memory size.
+    const size = this.heap.memory.buffer.byteLength;
+    if (this.warm.free === undefined || this.warm.free.size !== size) {
+      this.warm.free = { size, bytes: this.heap.freeSpace() };
+    }
+    const free = this.warm.free.bytes;
+    const state = LazyState.from(request.input, guestTape(request.tapes), request.changes === true);
+    const call: ActiveCall = { host, pace, deadline: Number.POSITIVE_INFINITY, timedOut: false, state };
     this.active = call;
     let release: (() => void) | undefined;
     try {
       // Handles made from here on are never freed one by one: restoring the snapshot frees them all.
       const source = context.newString(request.code);
-      const input = context.newString(request.input);
+      const guestInput = state.input;
+      const input = context.newString(guestInput);
 
       runtime.setMemoryLimit(limits.memoryLimitBytes);
-      release = this.heap.arm(limits.memoryLimitBytes);
+      // Less what the call's two strings took (UTF-8: at most three bytes per UTF-16 unit, and headers).
+      const strings = 3 * (request.code.length + guestInput.length) + 1024;
+      release = this.heap.arm(limits.memoryLimitBytes, Math.max(0, free - strings));
       call.deadline = performance.now() + limits.timeLimitMs;
       const result = context.callFunction(drive, context.undefined, source, input);
       // The driver answers with a string, or a promise of one when the tool is async.
@@ -306,9 +334,11 @@ export class SandboxEngine {
       const text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
 
       const memory = this.heap.tripped || escapedNull;
+      const used = memory ? undefined : readUsage(context, usage);
       const outcome: RawOutcome = {
         kind: "ran",
         ...(text !== undefined ? { text } : {}),
+        ...(used ? { used } : {}),
         timedOut: call.timedOut,
         memory,
         settled,
@@ -328,9 +358,13 @@ export class SandboxEngine {
 
 /** The engine's one runtime and context, and the snapshot every call starts from. */
 interface Warm {
+  /** The largest free block of the snapshot's heap, for a memory of `size` bytes. */
+  free?: { size: number; bytes: number };
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   drive: QuickJSHandle;
+  /** The prelude's count of the values the call took: "clock,random,ids". */
+  usage: QuickJSHandle;
   snapshot: HeapSnapshot;
 }
 
@@ -342,6 +376,100 @@ interface ActiveCall {
   deadline: number;
   timedOut: boolean;
   rejection?: { message: string; detailsText?: string };
+  state: LazyState | { input: string; load?: undefined };
+}
+
+/** The tapes as the guest takes them; a clock's readings also as ctx.now() shows them. */
+interface GuestTape {
+  clock?: number[];
+  now?: string[];
+  random: number[];
+  ids: string[];
+}
+
+function guestTape(tapes: SourceTapes | undefined): GuestTape | undefined {
+  if (!tapes) return undefined;
+  const tape: GuestTape = { random: tapes.random, ids: tapes.ids };
+  if (Array.isArray(tapes.clock)) {
+    const now: string[] = [];
+    for (const reading of tapes.clock) {
+      const date = new Date(reading);
+      // A reading with no ISO form ends the tape: from there the host is asked, and says why it fails.
+      if (Number.isNaN(date.getTime())) break;
+      now.push(date.toISOString());
+    }
+    tape.clock = tapes.clock.slice(0, now.length);
+    tape.now = now;
+  }
+  return tape;
+}
+
+function readUsage(context: QuickJSContext, usage: QuickJSHandle): SourceUse | undefined {
+  const result = context.callFunction(usage, context.undefined);
+  if (result.error || context.typeof(result.value) !== "string") return undefined;
+  const [clock, random, ids] = context.getString(result.value).split(",").map(Number);
+  if (![clock, random, ids].every((n) => Number.isInteger(n) && (n as number) >= 0)) return undefined;
+  return { clock: clock as number, random: random as number, ids: ids as number };
+}
+
+/**
+ * The state on the engine's side of the guest's lazy draft (prelude.ts): parsed here (V8's JSON.parse is
+ * far faster than QuickJS's), and handed to the guest one object at a time as it reads them: an object as
+ * its entries, [key, 0, value] for a value, [key, 1, id] for an object and [key, 2, id] for an array; an
+ * array whole, as JSON. The guest starts with the root's entries.
+ */
+class LazyState {
+  private readonly parts: unknown[] = [];
+
+  /** What the guest starts from: `{args, root, tape}`. */
+  readonly input: string;
+
+  private constructor(root: Record<string, unknown>, args: unknown, tape: GuestTape | undefined) {
+    this.parts[0] = root;
+    this.input = JSON.stringify({ args, root: this.entries(root), tape });
+  }
+
+  /**
+   * From the host's `{state, args}` text. When the state is not an object it goes whole, as
+   * `{state, args, tape}` (`input` then holds that text).
+   */
+  static from(
+    text: string,
+    tape: GuestTape | undefined,
+    lazy: boolean,
+  ): LazyState | { input: string; load?: undefined } {
+    if (!lazy && !tape) return { input: text };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return { input: text };
+    }
+    if (!isPlainObject(parsed)) return { input: text };
+    if (!lazy || !isPlainObject(parsed.state)) {
+      return { input: tape ? JSON.stringify({ state: parsed.state, args: parsed.args, tape }) : text };
+    }
+    return new LazyState(parsed.state as Record<string, unknown>, parsed.args, tape);
+  }
+
+  load(id: number): string {
+    const part = this.parts[id];
+    if (typeof part !== "object" || part === null) throw new Error(`no part ${id} in the state`);
+    return JSON.stringify(Array.isArray(part) ? part : this.entries(part as Record<string, unknown>));
+  }
+
+  private entries(object: Record<string, unknown>): unknown[] {
+    const entries: unknown[] = [];
+    for (const key of Object.keys(object)) {
+      const value = object[key];
+      if (typeof value !== "object" || value === null) entries.push([key, 0, value]);
+      else {
+        this.parts.push(value);
+        entries.push([key, Array.isArray(value) ? 2 : 1, this.parts.length - 1]);
+      }
+    }
+    return entries;
+  }
 }
 
 /**
@@ -374,7 +502,9 @@ export function classify(raw: RawOutcome): GuestOutcome {
   const report = parsed.ok && isPlainObject(parsed.value) ? parsed.value : undefined;
   switch (report?.kind) {
     case "returned":
-      return { kind: "returned", observation: report.observation ?? null, state: report.state };
+      return report.changes !== undefined
+        ? { kind: "returned", observation: report.observation ?? null, changes: report.changes }
+        : { kind: "returned", observation: report.observation ?? null, state: report.state };
     case "raised":
       return { kind: "raised", message: String(report.message) };
     case "memory":

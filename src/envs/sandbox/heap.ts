@@ -66,13 +66,16 @@ export class HeapGuard {
     this.allocator = allocator;
   }
 
-  /** Limits the heap to `limitBytes` of usable memory from now on; call the returned function to lift it. */
-  arm(limitBytes: number): () => void {
+  /**
+   * Limits the heap to `limitBytes` of usable memory from now on; call the returned function to lift it.
+   * `free` is the largest free block when the caller knows it (see freeSpace), otherwise it is measured.
+   */
+  arm(limitBytes: number, free?: number): () => void {
     const allocator = this.allocator;
     if (!allocator) throw new Error("HeapGuard.arm: no allocator attached");
     const size = this.memory.buffer.byteLength;
     this.ceiling = size;
-    const free = this.largestFreeBlock(allocator, size);
+    if (free === undefined) free = this.largestFreeBlock(allocator, size);
     let ballast = 0;
     if (free > limitBytes) {
       ballast = allocator._malloc(free - limitBytes);
@@ -95,6 +98,23 @@ export class HeapGuard {
     this.ceiling = Number.POSITIVE_INFINITY;
     try {
       return work();
+    } finally {
+      this.ceiling = saved;
+    }
+  }
+
+  /**
+   * The largest allocation that fits in the heap as it is now, without growing it. A caller that brings
+   * the heap back to the same state before each call (snapshot.ts) measures once per size of the memory.
+   */
+  freeSpace(): number {
+    const allocator = this.allocator;
+    if (!allocator) throw new Error("HeapGuard.freeSpace: no allocator attached");
+    const size = this.memory.buffer.byteLength;
+    const saved = this.ceiling;
+    this.ceiling = size;
+    try {
+      return this.largestFreeBlock(allocator, size);
     } finally {
       this.ceiling = saved;
     }

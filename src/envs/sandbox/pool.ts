@@ -272,6 +272,7 @@ export class SandboxPool {
       input: job.request.input,
       timeLimitMs: job.limits.timeLimitMs,
       memoryLimitBytes: job.limits.memoryLimitBytes,
+      ...(job.request.changes ? { changes: true } : {}),
     };
     // Drawn now, not when queued: a clock's readings belong to the moment the call starts.
     if (job.host instanceof SourceLease) message.tapes = job.host.draw();
@@ -289,7 +290,13 @@ export class SandboxPool {
     this.pump();
   }
 
-  private finish(slot: Slot, id: number, outcome: GuestOutcome, used: SourceUse, broken = false): void {
+  private finish(
+    slot: Slot,
+    id: number,
+    outcome: GuestOutcome,
+    used: SourceUse | undefined,
+    broken = false,
+  ): void {
     const job = slot.job;
     if (!job || id !== slot.jobId) return;
     if (broken) {

@@ -59,10 +59,13 @@ export interface RunMessage {
   timeLimitMs: number;
   memoryLimitBytes: number;
   tapes?: SourceTapes;
+  /** The guest may answer with its changes (GuestRequest.changes). */
+  changes?: boolean;
 }
 
 /** Worker -> host on parentPort. */
 export type WorkerMessage =
   | { type: "ready" }
   | { type: "broken"; message: string }
-  | { type: "done"; id: number; raw: RawOutcome; used: SourceUse };
+  /** `used` is missing when the guest could not say (it ran out of memory, the engine failed). */
+  | { type: "done"; id: number; raw: RawOutcome; used?: SourceUse };

@@ -160,8 +160,16 @@ class SandboxedInstance implements EnvironmentInstance {
     private readonly inner: EnvironmentInstance,
   ) {}
 
-  step(call: { name: string; arguments?: unknown }): Promise<Transition> {
-    return this.inner.step(call);
+  async step(call: { name: string; arguments?: unknown }): Promise<Transition> {
+    // The state's JSON is made here from the immutable state, not by the tool from its draft (whose every
+    // read goes through a proxy). defineEnvironment calls the tool before its first await, so the text is
+    // taken in the same synchronous stretch and can belong to no other call.
+    stagedState = JSON.stringify(await this.inner.state());
+    try {
+      return this.inner.step(call);
+    } finally {
+      stagedState = undefined;
+    }
   }
 
   state(): Promise<unknown> {
@@ -182,6 +190,9 @@ class SandboxedInstance implements EnvironmentInstance {
   }
 }
 
+/** The JSON of the state of the step being started (see SandboxedInstance.step). */
+let stagedState: string | undefined;
+
 /** Logs a failure of the engine: the tool's name, what failed, and the engine's own text. */
 type Report = (tool: string, what: string, detail: string) => void;
 
@@ -194,9 +205,11 @@ function sandboxedRun(
   // How many clock readings, random numbers and ids to draw ahead: what the tool's last call took.
   let forecast: SourceForecast = { clock: 1, random: 1, ids: 1 };
   return async ({ state, args, clock, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
+    const stateText = stagedState ?? JSON.stringify(state);
+    stagedState = undefined;
     const lease = new SourceLease({ clock, random, ids }, forecast);
     const outcome = await pool().run(
-      { code: tool.code, input: JSON.stringify({ state, args }) },
+      { code: tool.code, input: `{"state":${stateText},"args":${JSON.stringify(args)}}`, changes: true },
       lease,
       limits,
     );
@@ -237,6 +250,10 @@ function settle(
   }
   switch (outcome.kind) {
     case "returned":
+      if ("changes" in outcome) {
+        applyChanges(draft, outcome.changes);
+        return outcome.observation;
+      }
       if (!isPlainObject(outcome.state)) {
         throw new ToolFailure(`the tool left a state that is not a JSON object (${typeName(outcome.state)})`);
       }
@@ -291,6 +308,46 @@ function replaceContents(target: JsonObject, source: JsonObject): void {
     if (Object.hasOwn(target, key) && same(target[key], value)) continue;
     target[key] = value;
   }
+}
+
+/**
+ * Applies what the guest's lazy draft reports it changed (prelude.ts): [0, path, value] sets the member at
+ * `path`, [1, path] deletes it, in order; an empty path is the whole state. Every path leads through
+ * objects of the state as the call started, so a path that does not is a broken report, refused whole
+ * (the draft is then dropped with the failed step).
+ */
+function applyChanges(draft: JsonObject, changes: unknown): void {
+  const broken = () => new ToolFailure("the sandbox could not read what the tool did: a malformed change");
+  if (!Array.isArray(changes)) throw broken();
+  for (const change of changes) {
+    if (!Array.isArray(change) || (change[0] !== 0 && change[0] !== 1) || !Array.isArray(change[1]))
+      throw broken();
+    const path = change[1] as unknown[];
+    if (change[0] === 0 && change.length !== 3) throw broken();
+    if (path.length === 0) {
+      if (change[0] === 1 || !isPlainObject(change[2])) {
+        throw new ToolFailure(`the tool left a state that is not a JSON object (${typeName(change[2])})`);
+      }
+      replaceContents(draft, change[2]);
+      continue;
+    }
+    let parent: unknown = draft;
+    for (let i = 0; i < path.length - 1; i++) {
+      const key = path[i];
+      if (typeof key !== "string" || !isObject(parent) || !Object.hasOwn(parent as object, key))
+        throw broken();
+      parent = (parent as JsonObject)[key];
+    }
+    const key = path[path.length - 1];
+    if (typeof key !== "string" || !isObject(parent)) throw broken();
+    const target = parent as JsonObject;
+    if (change[0] === 1) delete target[key];
+    else if (!(Object.hasOwn(target, key) && same(target[key], change[2]))) target[key] = change[2];
+  }
+}
+
+function isObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function requireObjectState(state: unknown): void {

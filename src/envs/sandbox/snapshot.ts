@@ -141,11 +141,17 @@ export class HeapSnapshot {
   }
 }
 
+const ZERO_PAGE = Buffer.alloc(PAGE_BYTES);
+
 /** The index of the last non-zero byte (memory past the allocator's top has never been written). */
 function lastUsedByte(bytes: Uint8Array): number {
-  const words = new Int32Array(bytes.buffer, 0, bytes.length >> 2);
-  for (let i = words.length - 1; i >= 0; i--) {
-    if (words[i] !== 0) return i * 4 + 3;
+  let end = bytes.length;
+  // Whole pages first (a native comparison), then the last page that holds anything, byte by byte.
+  while (end >= PAGE_BYTES) {
+    const page = Buffer.from(bytes.buffer, bytes.byteOffset + end - PAGE_BYTES, PAGE_BYTES);
+    if (!page.equals(ZERO_PAGE)) break;
+    end -= PAGE_BYTES;
   }
+  for (let i = end - 1; i >= 0; i--) if (bytes[i] !== 0) return i;
   return 0;
 }

@@ -6,8 +6,6 @@ import type {
   HostOperation,
   RunMessage,
   SandboxWorkerData,
-  SourceTapes,
-  SourceUse,
   WorkerMessage,
 } from "./protocol.js";
 
@@ -60,36 +58,17 @@ function ask(operation: HostOperation, argument?: string): string | number {
   return answer[1];
 }
 
-const NO_TAPES: SourceTapes = { random: [], ids: [] };
-/** The running call's tapes (values drawn ahead by the host) and how much of each it took. */
-let tapes: SourceTapes = NO_TAPES;
-let used: SourceUse = { clock: 0, random: 0, ids: 0 };
-
-/** The next clock reading from the tape, or undefined once the host must be asked. */
-function taped(): number | undefined {
-  const clock = tapes.clock;
-  const index = used.clock++;
-  if (clock === "system") return Date.now();
-  return clock !== undefined && index < clock.length ? clock[index] : undefined;
-}
+/**
+ * Whether the running call may read the system clock here. Every other value drawn ahead travels with the
+ * call into the guest (engine.ts); the guest asks this host only once its tapes have run out.
+ */
+let systemClock = false;
 
 const host: GuestHost = {
-  now: () => {
-    const reading = taped();
-    // As the host's ctx.now(): the ISO form of a reading (an unreadable time throws, as it does there).
-    return reading === undefined ? String(ask("now")) : new Date(reading).toISOString();
-  },
-  clock: () => taped() ?? Number(ask("clock")),
-  random: () => {
-    const index = used.random++;
-    return index < tapes.random.length ? (tapes.random[index] as number) : Number(ask("random"));
-  },
-  id: (prefix) => {
-    const index = used.ids++;
-    if (index >= tapes.ids.length) return String(ask("id", prefix));
-    const id = tapes.ids[index] as string;
-    return prefix ? `${prefix}_${id}` : id;
-  },
+  now: () => (systemClock ? new Date(Date.now()).toISOString() : String(ask("now"))),
+  clock: () => (systemClock ? Date.now() : Number(ask("clock"))),
+  random: () => Number(ask("random")),
+  id: (prefix) => String(ask("id", prefix)),
 };
 
 function send(message: WorkerMessage): void {
@@ -99,15 +78,19 @@ function send(message: WorkerMessage): void {
 port.on("message", async (message: RunMessage) => {
   if (message?.type !== "run") return;
   let raw: RawOutcome;
-  tapes = message.tapes ?? NO_TAPES;
-  used = { clock: 0, random: 0, ids: 0 };
+  systemClock = message.tapes?.clock === "system";
   try {
     // The engine is loaded again here after a run that had to drop it.
     const engine = await sandboxEngine();
     callStarted = performance.now();
     sliceStarted = callStarted;
     raw = engine.execute(
-      { code: message.code, input: message.input },
+      {
+        code: message.code,
+        input: message.input,
+        ...(message.tapes ? { tapes: message.tapes } : {}),
+        ...(message.changes ? { changes: true } : {}),
+      },
       host,
       {
         timeLimitMs: message.timeLimitMs,
@@ -122,8 +105,8 @@ port.on("message", async (message: RunMessage) => {
       detail: error instanceof Error ? error.message : String(error),
     };
   }
-  tapes = NO_TAPES;
-  send({ type: "done", id: message.id, raw, used });
+  systemClock = false;
+  send({ type: "done", id: message.id, raw, ...(raw.kind === "ran" && raw.used ? { used: raw.used } : {}) });
 });
 
 sandboxEngine().then(
