@@ -275,7 +275,7 @@ describe("agents acting on real state (tau2-retail)", () => {
         "export default async function agent({ message, tools }) {",
         "  const order = message.match(/#W\\d+/)[0];",
         '  const outcome = await tools.call("cancel_pending_order", { order_id: order, reason: "ordered by mistake" });',
-        "  return { message: `cancel ${order}: ${outcome.status}` };",
+        "  return { message: 'cancel ' + order + ': ' + outcome.status };",
         "}",
       ].join("\n"),
     );
@@ -290,6 +290,62 @@ describe("agents acting on real state (tau2-retail)", () => {
     expect(result.error).toBeUndefined();
     expect(result.passed).toBe(true);
     expect(result.transcript.agent).toBe("module:agent.mjs");
+  });
+
+  it("a planner: agent runs its model's tool calls on a fresh session per test", async () => {
+    server = await startScriptedLlmServer([], {
+      respond: (body: any): ServerStep => {
+        const last = body.messages.at(-1);
+        return last.role === "tool"
+          ? { reply: { content: "Done, it is cancelled." } }
+          : {
+              reply: {
+                toolCalls: [
+                  {
+                    name: "cancel_pending_order",
+                    arguments: { order_id: ORDER, reason: "ordered by mistake" },
+                  },
+                ],
+              },
+            };
+      },
+    });
+    const models = new Models({
+      config: parseConfig({
+        providers: { scripted: { type: "openai-compatible", baseURL: server.baseURL } },
+        retry: { retries: 0 },
+      }),
+      cache: null,
+    });
+    const agent = await openScenarioTestAgent("planner:scripted:agent-model", {
+      agentTools: ["tau2-retail"],
+      models,
+    });
+    try {
+      const script = [
+        { user: `cancel ${ORDER}` },
+        { expect_tool_call: { name: "cancel_pending_order", arguments: { reason: "ordered by mistake" } } },
+        { expect_state: { pointer: `/orders/${ORDER}/status`, equals: "cancelled" } },
+      ];
+      for (const _ of [1, 2]) {
+        const result = await runScenarioTest(test(script), { agent, models });
+        expect(result.error).toBeUndefined();
+        expect(result.passed).toBe(true);
+      }
+      // Two tests, two model calls each: the second cancelled its own, still pending, copy of the order.
+      expect(server.requests).toHaveLength(4);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it("an agent that never answers fails its test after timeoutMs instead of hanging the suite", async () => {
+    const result = await run([{ user: "x" }, { expect_reply: { matches: "." } }], {
+      agent: () => new Promise<string>(() => undefined),
+      timeoutMs: 200,
+    });
+    expect(statuses(result)).toEqual(["error", "not_run"]);
+    expect(result.error).toContain("the agent gave no answer within");
   });
 
   it("an openai-compatible agent runs its tool calls on the session; a scripted test makes no model call", async () => {

@@ -11,7 +11,17 @@ import { buildEngine } from "../../server/start.js";
 import type { Engine } from "../../sim/engine.js";
 import { createAgentTarget } from "../agents/create.js";
 import { loadModuleAgent } from "../agents/module.js";
-import { agentError, capText, recordsFromHistory, resolveSources, runSessionId } from "../agents/shared.js";
+import { OpenAiCompatibleTarget } from "../agents/openai-compatible.js";
+import { PlannerTarget } from "../agents/planner.js";
+import {
+  agentError,
+  capText,
+  DEFAULT_MAX_TOOL_STEPS,
+  DEFAULT_TIMEOUT_MS,
+  recordsFromHistory,
+  resolveSources,
+  runSessionId,
+} from "../agents/shared.js";
 import { parseAgentSpec } from "../agents/spec.js";
 import type { AgentSession, AgentSessionContext, AgentTarget } from "../agents/types.js";
 import type { AgentReply, AgentToolCallRecord, ConversationMessage } from "../conversation.js";
@@ -57,6 +67,41 @@ export async function openScenarioTestAgent(
     const engine = sources ? await engineFor(sources, options) : undefined;
     return wrap(new FunctionTarget(agent, fn as AgentFunction, engine));
   }
+  const timeoutMs = positive(options.timeoutMs, DEFAULT_TIMEOUT_MS, "timeoutMs");
+  const maxToolSteps = positive(options.maxToolSteps, DEFAULT_MAX_TOOL_STEPS, "maxToolSteps");
+  // The planner and openai-compatible targets are built here rather than by createAgentTarget so that
+  // their tools' engine gets the test's models (no roles.default) while the planner keeps the caller's.
+  if (parsed.kind === "planner") {
+    if (!sources)
+      throw new TerrariumError(
+        "INVALID_INPUT",
+        `agent "${agent}" needs agentTools (--agent-tools): the planner acts on tools terrarium runs`,
+      );
+    const models = options.models ?? new Models(options.config ? { config: options.config } : {});
+    try {
+      await models.backend(parsed.model); // the provider and its key, checked without a call
+    } catch (error) {
+      throw new TerrariumError(
+        error instanceof TerrariumError ? error.code : "INVALID_INPUT",
+        `agent "${agent}": ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    const engine = await engineFor(sources, options);
+    return wrap(new PlannerTarget(agent, parsed.model, { engine, models, maxToolSteps, timeoutMs }));
+  }
+  if (parsed.kind === "openai-compatible") {
+    const engine = sources ? await engineFor(sources, options) : undefined;
+    return wrap(
+      new OpenAiCompatibleTarget(agent, {
+        baseURL: parsed.baseURL,
+        model: parsed.model,
+        ...(engine ? { engine } : {}),
+        maxToolSteps,
+        timeoutMs,
+      }),
+    );
+  }
   const target = await createAgentTarget(agent, {
     models: agentModels(options),
     ...(sources ? { agentTools: sources } : {}),
@@ -66,6 +111,13 @@ export async function openScenarioTestAgent(
     ...(options.maxToolSteps !== undefined ? { maxToolSteps: options.maxToolSteps } : {}),
   });
   return wrap(target);
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1)
+    throw new TerrariumError("INVALID_INPUT", `${name} must be a positive whole number (got ${value})`);
+  return value;
 }
 
 /** Whether `value` is an agent opened by `openScenarioTestAgent`. */

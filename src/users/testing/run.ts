@@ -10,7 +10,7 @@ import { judgeAttempt } from "../../task/feedback.js";
 import type { AgentSession, AgentTarget } from "../agents/types.js";
 import type { AgentToolCallRecord, ConversationMessage, EndReason, TurnRecord } from "../conversation.js";
 import { clip, clipValue, JUDGE_LIMITS, transcriptText } from "../judges/shared.js";
-import { MAX_STORED_STATE_BYTES } from "../run/run-users.js";
+import { DEFAULT_AGENT_TIMEOUT_MS, MAX_STORED_STATE_BYTES, withDeadline } from "../run/run-users.js";
 import { type TranscriptLine, USERS_RUN_SCHEMA_VERSION } from "../run/transcript.js";
 import { loadScenarios, parseScenario, type Scenario } from "../scenario/load.js";
 import { UserToolFactory } from "../simulator/toolbox.js";
@@ -105,6 +105,11 @@ export async function runScenarioTest(
     throw new TerrariumError("INVALID_INPUT", "runScenarioTest needs options with an agent");
   if (options.seed !== undefined && (typeof options.seed !== "string" || options.seed === ""))
     throw new TerrariumError("INVALID_INPUT", "seed must be a non-empty string");
+  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1))
+    throw new TerrariumError(
+      "INVALID_INPUT",
+      `timeoutMs must be a positive whole number (got ${options.timeoutMs})`,
+    );
   const owned = !isScenarioTestAgent(options.agent);
   const agent = isScenarioTestAgent(options.agent)
     ? options.agent
@@ -124,6 +129,8 @@ class TestRun {
   private readonly calls: AgentToolCallRecord[] = [];
   private readonly steps: StepResult[] = [];
   private readonly guard: RepetitionGuard;
+  /** Bounds every wait on the agent, so a hung agent fails its test instead of holding the suite. */
+  private readonly timeoutMs: number;
   private session: AgentSession | undefined;
   private ended: { reason: EndReason; why: string } | undefined;
   private agentFailure: string | undefined;
@@ -139,6 +146,11 @@ class TestRun {
     this.seed = options.seed ?? `terrarium/${scenario.id}/1`;
     this.runId = options.runId ?? `${scenario.id}.1`;
     this.guard = new RepetitionGuard({ maxRedirects: scenario.stop.onRepeat === "redirect" ? 1 : 0 });
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS;
+  }
+
+  private agentWait<T>(work: Promise<T>, what: string): Promise<T> {
+    return withDeadline(work, this.timeoutMs, what);
   }
 
   async play(target: Pick<AgentTarget, "open">): Promise<ScenarioTestResult> {
@@ -148,12 +160,15 @@ class TestRun {
     let finalState: unknown;
     try {
       try {
-        this.session = await target.open({
-          runId: this.runId,
-          seed: this.seed,
-          scenario: this.scenario,
-          ...(this.options.signal ? { signal: this.options.signal } : {}),
-        });
+        this.session = await this.agentWait(
+          target.open({
+            runId: this.runId,
+            seed: this.seed,
+            scenario: this.scenario,
+            ...(this.options.signal ? { signal: this.options.signal } : {}),
+          }),
+          "the agent's session did not open",
+        );
       } catch (cause) {
         error = `the agent's session did not open: ${messageOf(cause)}`;
       }
@@ -197,7 +212,10 @@ class TestRun {
       }
       if (this.session) {
         try {
-          finalState = await this.session.finalState();
+          finalState = await this.agentWait(
+            this.session.finalState(),
+            "the agent's tools gave no final state",
+          );
         } catch {
           // the state is for the transcript; a test that asserted on it has read it already
         }
@@ -272,7 +290,7 @@ class TestRun {
     this.conversation.push({ role: "user", content: turn.user });
     const started = performance.now();
     try {
-      const reply = await session.send(turn.user);
+      const reply = await this.agentWait(session.send(turn.user), "the agent gave no answer");
       const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
       turn.agent = { ...reply, latencyMs };
       turn.timing.agentMs = latencyMs;
@@ -480,7 +498,7 @@ class TestRun {
 
   private async expectState(expect: { pointer: string; equals: unknown }) {
     const session = this.session as AgentSession;
-    const state = await session.finalState();
+    const state = await this.agentWait(session.finalState(), "the agent's tools gave no state");
     if (state === undefined)
       return errored(
         "expect_state needs the agent's tools' state: run the test with agentTools (--agent-tools <environment or tool files>) and an agent that acts on them",
@@ -513,7 +531,9 @@ class TestRun {
     }
     if (this.turns.length === 0) return errored("judge has no conversation to judge yet");
     const session = this.session as AgentSession;
-    const state = await session.finalState().catch(() => undefined);
+    const state = await this.agentWait(session.finalState(), "the agent's tools gave no state").catch(
+      () => undefined,
+    );
     const judgement = await judgeAttempt(
       models,
       {

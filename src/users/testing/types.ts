@@ -196,7 +196,7 @@ export interface ScenarioTestAgentOptions {
   httpConfig?: string | HttpAgentConfig;
   /** Where relative paths are resolved (module, tool files); the process's by default. */
   cwd?: string;
-  /** Per agent request (default 60 s). */
+  /** Milliseconds for each agent request, and for each wait on the agent in a test (default 60 s). */
   timeoutMs?: number;
   maxToolSteps?: number;
 }
