@@ -9,6 +9,8 @@
  *   `--long` or TERRARIUM_BENCH_LONG=1, fewer by default);
  * - 1, 2 and 3 `serve` replicas on one Postgres database against one SQLite server (with
  *   `--postgres=<url>` or TERRARIUM_TEST_POSTGRES; skipped without).
+ *
+ * `--only=calls|long|replicas` runs one part; `--quick` shortens the rounds (a smoke run, noisier).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
