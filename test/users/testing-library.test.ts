@@ -1,3 +1,6 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { type AgentFunction, runScenarioTest } from "terrarium/testing";
 import { describe, expect, it } from "vitest";
 
@@ -57,5 +60,34 @@ describe("terrarium/testing from a vitest file", () => {
       expected: "a reply matching /Ada/",
       actual: "I do not know your name yet.",
     });
+  });
+
+  it("the built package's terrarium/testing runs under node:test with no setup (dist/testing.js)", async () => {
+    const root = join(import.meta.dirname, "..", "..");
+    expect(existsSync(join(root, "dist", "testing.js")), "dist/ is stale: run `npm run build`").toBe(true);
+    const script = [
+      'import test from "node:test";',
+      'import assert from "node:assert/strict";',
+      'import { runScenarioTest } from "terrarium/testing";',
+      'test("echo", async () => {',
+      "  const result = await runScenarioTest(",
+      '    { id: "echo", script: [{ user: "hi" }, { expect_reply: { matches: "^echo: hi$" } }] },',
+      '    { agent: ({ message }) => "echo: " + message },',
+      "  );",
+      "  assert.equal(result.passed, true, result.failedStep?.message);",
+      "});",
+    ].join("\n");
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: root });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stdout).toContain("# pass 1");
   });
 });
