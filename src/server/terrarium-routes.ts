@@ -159,9 +159,10 @@ export function terrariumRoutes(
       },
       handle: async (c, params) => {
         const record = await session(c, params.id);
-        const history = await engine.store.history(record.id);
         const { owner: _owner, ...visible } = record;
-        return c.json({ ...visible, calls: history.length, state: await engine.state(record.id) });
+        // The count from the last entry: reading the whole history to count it grew with the session.
+        const calls = await engine.callCount(record.id);
+        return c.json({ ...visible, calls, state: await engine.state(record.id) });
       },
     },
     {

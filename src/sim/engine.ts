@@ -204,6 +204,12 @@ export class Engine {
     return this.store.history(id);
   }
 
+  /** How many calls the session has recorded (read from its last entry, never by reading them all). */
+  async callCount(id: string): Promise<number> {
+    const { lastCall } = await this.head(id);
+    return lastCall ? lastCall.index + 1 : 0;
+  }
+
   /** Replaces the state (a new snapshot); simulators holding live objects rebuild from it. */
   async setState(id: string, state: unknown, reason: Snapshot["reason"] = "set"): Promise<Snapshot> {
     const admitted = this.admitState(state);
@@ -642,17 +648,18 @@ export class Engine {
   }
 
   /** The session's clock reading: now, but never before anything the session already recorded. */
-  private timeAfter(...recorded: Array<string | undefined>): string {
+  private timeAfter(snapshotAt: string, lastCallAt: string | undefined): string {
     const now = this.clock.now();
     const latest = Math.max(
-      ...recorded.map((at) => (at ? Date.parse(at) : Number.NaN)).filter(Number.isFinite),
+      readTime(snapshotAt),
+      lastCallAt === undefined ? Number.NEGATIVE_INFINITY : readTime(lastCallAt),
     );
     return new Date(Number.isFinite(latest) && now <= latest ? latest + 1 : now).toISOString();
   }
 
   private async nextTime(id: string): Promise<string> {
-    const [lastEntry] = await this.store.history(id, 1);
-    return this.timeAfter((await this.store.latestSnapshot(id)).at, lastEntry?.at);
+    const { snapshot, lastCall } = await this.head(id);
+    return this.timeAfter(snapshot.at, lastCall?.at);
   }
 
   private schemaSimulator(): Simulator {
@@ -721,6 +728,12 @@ function tooLarge(message: string): Omit<CallOutcome, "step" | "simulator" | "se
     changes: [],
     errors: [{ rule: "TOO_LARGE", message }],
   };
+}
+
+/** A recorded time in ms (-Infinity when it cannot be read, so it never wins a comparison). */
+function readTime(at: string): number {
+  const ms = Date.parse(at);
+  return Number.isFinite(ms) ? ms : Number.NEGATIVE_INFINITY;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
