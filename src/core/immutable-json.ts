@@ -27,10 +27,43 @@ const IMMUTABLE = new WeakSet<object>();
  * are refused.
  */
 export function toImmutableJson(value: unknown): unknown {
-  return convert(value, 0, new Set());
+  return convert(value, 0, undefined, undefined);
 }
 
-function convert(value: unknown, depth: number, ancestors: Set<object>): unknown {
+/**
+ * `toImmutableJson` for a value that will sit `depth` levels down in a document (the depth limit counts
+ * from the document's root). `resolve` may stand in for objects it recognises (an environment's drafts):
+ * what it returns (already immutable) is used as it is; undefined means "not mine, convert it".
+ */
+export function toImmutableJsonAt(
+  value: unknown,
+  depth: number,
+  resolve?: (value: object) => unknown,
+): unknown {
+  return convert(value, depth, undefined, resolve);
+}
+
+/** Whether `value` is a container made by `toImmutableJson` (or adopted): final, frozen, shareable. */
+export function isImmutableJson(value: unknown): boolean {
+  return typeof value === "object" && value !== null && IMMUTABLE.has(value);
+}
+
+/**
+ * Marks a container built elsewhere as final (and freezes it). The caller vouches that it is a plain
+ * array or null-prototype object whose members are all immutable JSON already.
+ */
+export function adoptImmutable<T extends object>(container: T): T {
+  Object.freeze(container);
+  IMMUTABLE.add(container);
+  return container;
+}
+
+function convert(
+  value: unknown,
+  depth: number,
+  ancestors: Set<object> | undefined,
+  resolve: ((value: object) => unknown) | undefined,
+): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -46,26 +79,32 @@ function convert(value: unknown, depth: number, ancestors: Set<object>): unknown
   }
   if (value === null) return null;
   if (IMMUTABLE.has(value)) return value;
+  if (resolve !== undefined) {
+    const resolved = resolve(value);
+    if (resolved !== undefined) return resolved;
+  }
   if (depth >= MAX_JSON_DEPTH)
     throw new TerrariumError("INVALID_INPUT", `the value is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return convert(toJSON.call(value), depth, ancestors);
+  if (typeof toJSON === "function") return convert(toJSON.call(value), depth, ancestors, resolve);
   if (value instanceof Number || value instanceof String || value instanceof Boolean)
-    return convert(value.valueOf(), depth, ancestors);
+    return convert(value.valueOf(), depth, ancestors, resolve);
+  // Made on first need: most conversions meet only already-immutable subtrees and primitives.
+  ancestors ??= new Set();
   if (ancestors.has(value)) throw new TerrariumError("INVALID_INPUT", "the value contains a cycle");
   ancestors.add(value);
   let result: object;
   if (Array.isArray(value)) {
     const items = new Array<unknown>(value.length);
     for (let i = 0; i < value.length; i++) {
-      const item = convert(value[i], depth + 1, ancestors);
+      const item = convert(value[i], depth + 1, ancestors, resolve);
       items[i] = item === undefined ? null : item;
     }
     result = items;
   } else {
     const record = Object.create(null) as Record<string, unknown>;
     for (const key of Object.keys(value)) {
-      const member = convert((value as Record<string, unknown>)[key], depth + 1, ancestors);
+      const member = convert((value as Record<string, unknown>)[key], depth + 1, ancestors, resolve);
       // A null-prototype object has no `__proto__` setter: every key, that one included, is plain data.
       if (member !== undefined) record[key] = member;
     }

@@ -32,6 +32,7 @@ export {
   diffEnvSim,
   diffJson,
   type EnvSimChange,
+  envSimFromJsonChanges,
   envSimToJsonChange,
   type JsonChange,
   type JsonValue,

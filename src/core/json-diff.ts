@@ -169,6 +169,52 @@ export function diffEnvSim(before: unknown, after: unknown, path: string[] = [])
 }
 
 /**
+ * The EnvSimBench-style changes between two documents from their JSON Patch-style ones
+ * (`diffJson(before, after)`), without walking the documents again: the same list `diffEnvSim(before,
+ * after)` gives. Changes at object paths map one to one; the changes diffJson made inside a list (it
+ * walks lists, EnvSimBench does not) become one `modified` change of the outermost list on their path.
+ */
+export function envSimFromJsonChanges(
+  before: unknown,
+  after: unknown,
+  changes: readonly JsonChange[],
+): EnvSimChange[] {
+  const result: EnvSimChange[] = [];
+  let lastList: string | undefined;
+  for (const change of changes) {
+    const tokens = parsePointer(change.path);
+    // diffJson only went below a list when it was a list on both sides, so the first list on the path
+    // (strictly above the change) is where EnvSimBench stops.
+    let node: unknown = before;
+    let cut = -1;
+    for (let i = 0; i < tokens.length; i++) {
+      if (Array.isArray(node)) {
+        cut = i;
+        break;
+      }
+      node = getOwn(node, tokens[i] as string);
+    }
+    if (cut < 0) {
+      lastList = undefined;
+      const path = formatEnvSimPath(tokens);
+      if (change.op === "add") result.push({ path, type: "added", after: change.after });
+      else if (change.op === "remove") result.push({ path, type: "removed", before: change.before });
+      else result.push({ path, type: "modified", before: change.before, after: change.after });
+      continue;
+    }
+    const keys = tokens.slice(0, cut);
+    const path = formatEnvSimPath(keys);
+    // A list's changes come one after another in diffJson's order: the list counts once.
+    if (path === lastList) continue;
+    lastList = path;
+    let reached: unknown = after;
+    for (const key of keys) reached = getOwn(reached, key);
+    result.push({ path, type: "modified", before: node, after: reached });
+  }
+  return result;
+}
+
+/**
  * Applies JSON Patch-style changes exactly; returns a new immutable document (see `immutable-json.ts`).
  * The input is not modified: only the containers on changed paths are copied, the rest is shared. Keys
  * are always own data (`__proto__` included); array indexes must be canonical decimal numbers.

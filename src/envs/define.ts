@@ -1,4 +1,3 @@
-import { Immer } from "immer";
 import { Catalog } from "../catalog/catalog.js";
 import { closeArgumentObject, emptyArgumentSchema } from "../catalog/json-schema.js";
 import { toJsonSchema2020 } from "../catalog/normalise.js";
@@ -7,7 +6,10 @@ import { type Clock, ManualClock, systemClock } from "../core/clock.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { createRandom, type Random, unseededRandom } from "../core/random.js";
+import { SchemaCompiler } from "../validate/ajv.js";
 import { CallValidator } from "../validate/validator.js";
+import { StateDraft } from "./draft.js";
+import { cloneArguments, observationOf } from "./step-values.js";
 import { admitCall, makeTransition } from "./transition.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "./types.js";
 
@@ -47,12 +49,16 @@ export interface EnvironmentDefinition<S> {
   file?: string;
 }
 
+let compiler: SchemaCompiler | undefined;
+
 /**
- * Drafts for tool code: a tool changes its draft as if it owned the state, and only the containers it
- * touched are copied (the rest of the new state is shared with the old one). Freezing is ours to do
- * (`toImmutableJson`), so immer's own is off.
+ * One schema compiler for every TypeScript environment of the process: Ajv compiles its meta-schema
+ * once, not once per environment, and tools with equal schemas share their compiled code.
  */
-const drafts = new Immer({ autoFreeze: false });
+function sharedCompiler(): SchemaCompiler {
+  if (compiler === undefined) compiler = new SchemaCompiler();
+  return compiler;
+}
 
 /** A guard's rejection, raised by `context.fail`. */
 export class ToolFailure extends Error {
@@ -88,7 +94,7 @@ export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Envi
     },
   }));
   const catalog = new Catalog(tools);
-  const validator = new CallValidator();
+  const validator = new CallValidator(sharedCompiler());
   validator.prepare(catalog);
   const initial = () =>
     toImmutableJson(
@@ -129,8 +135,13 @@ export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Envi
 }
 
 class TypeScriptInstance<S> implements EnvironmentInstance {
-  private readonly ids: IdGenerator;
+  /** Made on first use: deriving a random source hashes, and most steps draw no id. */
+  private idSource: IdGenerator | undefined;
   private forks = 0;
+  /** The parts of a tool's context that stay the same from step to step. */
+  private readonly ids: IdGenerator;
+  private readonly now: () => string;
+  private readonly fail: (message: string, details?: Record<string, unknown>) => never;
 
   constructor(
     readonly environment: Environment,
@@ -142,7 +153,15 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     private readonly clock: Clock,
     private readonly initial: () => S,
   ) {
-    this.ids = createIdGenerator(random.derive("ids"));
+    const source = () => {
+      if (this.idSource === undefined) this.idSource = createIdGenerator(this.random.derive("ids"));
+      return this.idSource;
+    };
+    this.ids = { next: (prefix) => source().next(prefix), uuid: () => source().uuid() };
+    this.now = () => new Date(this.clock.now()).toISOString();
+    this.fail = (message, details) => {
+      throw new ToolFailure(message, details);
+    };
   }
 
   async step(call: { name: string; arguments?: unknown }): Promise<Transition> {
@@ -152,32 +171,31 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     const { recorded, args } = admitted;
     const tool = this.definition.tools[call.name] as ToolImplementation<S>;
     // The draft is a copy-on-write view of `before` (an immutable tree): a guard's `fail` or a crash
-    // simply drops it, and a successful run keeps only the paths the tool wrote.
-    const draftable = before !== null && typeof before === "object";
-    const draft = (draftable ? drafts.createDraft(before as object) : before) as S;
+    // simply drops it, and a successful run copies only the containers the tool wrote (see draft.ts).
+    const draft = new StateDraft(before);
     try {
       const result = tool.run({
-        state: draft,
-        args: structuredClone(args),
+        state: draft.state as S,
+        args: cloneArguments(args),
         clock: this.clock,
-        now: () => new Date(this.clock.now()).toISOString(),
+        now: this.now,
         random: this.random,
         ids: this.ids,
-        fail: (message, details) => {
-          throw new ToolFailure(message, details);
-        },
+        fail: this.fail,
       });
       // Read the observation while the draft is alive: it may hold parts of the draft.
-      const observation = toJson(result instanceof Promise ? await result : result);
+      const observation = observationOf(result instanceof Promise ? await result : result);
       // Only what JSON can say is kept (no undefined, no Dates); untouched subtrees are shared as they are.
-      this.current = toImmutableJson(draftable ? drafts.finishDraft(draft) : draft) as S;
-      return makeTransition(recorded, true, observation, before, this.current);
+      const { after, changes } = draft.finish();
+      this.current = after as S;
+      return makeTransition(recorded, true, observation, before, after, changes);
     } catch (error) {
+      draft.discard();
       const observation =
         error instanceof ToolFailure
           ? { error: error.message, ...error.details }
           : { error: `the tool raised an error: ${(error as Error)?.message ?? String(error)}` };
-      return makeTransition(recorded, false, observation, before, before);
+      return makeTransition(recorded, false, observation, before, before, []);
     }
   }
 
@@ -206,10 +224,6 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
   }
 
   async close(): Promise<void> {}
-}
-
-function toJson(value: unknown): unknown {
-  return value === undefined ? null : JSON.parse(JSON.stringify(value));
 }
 
 /** The implementation as text: each tool's description, schema and `run` function. */

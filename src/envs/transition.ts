@@ -1,26 +1,47 @@
 import type { Catalog } from "../catalog/catalog.js";
-import { diffEnvSim, diffJson } from "../core/json-diff.js";
+import { diffJson, type EnvSimChange, envSimFromJsonChanges, type JsonChange } from "../core/json-diff.js";
 import type { CallValidator } from "../validate/validator.js";
 import type { Transition } from "./types.js";
 
-/** Builds a transition record from what a step saw, computing both change formats and Δ. */
+/**
+ * Builds a transition record from what a step saw. One change format is computed: `changes` (JSON Patch
+ * style), given by the caller when it knows them (a TypeScript step's draft does) or diffed here;
+ * `envChanges` and its count `delta` are derived from them on first read (most steps are never scored
+ * EnvSimBench's way) and are then the same as `diffEnvSim(before, after)` would give. Both are own,
+ * enumerable properties, so spreading, JSON and equality see the record as before.
+ */
 export function makeTransition(
   call: Transition["call"],
   success: boolean,
   observation: unknown,
   before: unknown,
   after: unknown,
+  changes: JsonChange[] = diffJson(before, after),
 ): Transition {
-  const envChanges = diffEnvSim(before, after);
+  let envChanges: EnvSimChange[] | undefined;
+  let delta: number | undefined;
   return {
     call,
     success,
     observation,
     before,
     after,
-    changes: diffJson(before, after),
-    envChanges,
-    delta: envChanges.length,
+    changes,
+    get envChanges(): EnvSimChange[] {
+      if (envChanges === undefined) envChanges = envSimFromJsonChanges(before, after, changes);
+      return envChanges;
+    },
+    set envChanges(value: EnvSimChange[]) {
+      envChanges = value;
+    },
+    get delta(): number {
+      if (delta !== undefined) return delta;
+      if (envChanges === undefined) envChanges = envSimFromJsonChanges(before, after, changes);
+      return envChanges.length;
+    },
+    set delta(value: number) {
+      delta = value;
+    },
   };
 }
 
@@ -39,7 +60,7 @@ export function admitCall(
   const verdict = validator.validate(catalog, recorded);
   if (!verdict.valid) {
     const observation = { error: "invalid call", violations: verdict.errors };
-    return { rejected: makeTransition(recorded, false, observation, before, before) };
+    return { rejected: makeTransition(recorded, false, observation, before, before, []) };
   }
   const args = typeof recorded.arguments === "string" ? JSON.parse(recorded.arguments) : recorded.arguments;
   return { recorded, args: args as Record<string, unknown> };

@@ -64,7 +64,9 @@ export class SchemaCompiler {
     if (!validate) {
       this.registerUnknownFormats(schema);
       try {
-        validate = withBudget(this.ajv.compile(stripId(schema)));
+        const compiled = this.ajv.compile(stripId(schema));
+        // Only patterns spend the budget: a schema without any validates without the wrapper's cost.
+        validate = usesPatterns(schema) ? withBudget(compiled) : compiled;
       } catch (error) {
         const subject = where.tool ? `the input schema of "${where.tool}"` : "the schema";
         const badPattern = findInvalidPattern(schema);
@@ -119,6 +121,17 @@ function withBudget(validate: ValidateFunction): ValidateFunction {
   bounded.schema = validate.schema;
   bounded.schemaEnv = validate.schemaEnv;
   return bounded;
+}
+
+/** Whether a `pattern` or `patternProperties` keyword (or a property of that name) occurs anywhere. */
+function usesPatterns(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.some(usesPatterns);
+  if (schema === null || typeof schema !== "object") return false;
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "pattern" || key === "patternProperties") return true;
+    if (usesPatterns(value)) return true;
+  }
+  return false;
 }
 
 /** Two tools may carry schemas with the same `$id`; Ajv would refuse the second, and ids mean nothing here. */

@@ -1,0 +1,406 @@
+import { TerrariumError } from "../core/errors.js";
+import { adoptImmutable, isImmutableJson, toImmutableJsonAt } from "../core/immutable-json.js";
+import { diffJson, type JsonChange } from "../core/json-diff.js";
+import { escapeToken } from "../core/json-pointer.js";
+
+/**
+ * Copy-on-write drafts of immutable JSON states, for TypeScript tool code.
+ *
+ * A tool changes its draft as if it owned the state. Reading a container gives a draft of it; the first
+ * write to a draft copies that one container (and its parents, once each); nothing else is copied. When
+ * the tool returns, `finish` turns the copies into the new immutable state (only the copies and the values
+ * the tool wrote are frozen; every untouched subtree is shared with the old state) and each draft
+ * remembers which keys it wrote, so `changes` lists the JSON Patch-style changes by visiting those keys
+ * only, not by walking the state: a step costs what it touched.
+ *
+ * Contract kept from the immer drafts this replaces: the input state is never changed, a dropped draft
+ * (a guard's `fail`, a crash) leaves no trace, the result is what `toImmutableJson` would make of the
+ * draft's final content (JSON's rules: undefined members dropped, non-finite numbers null, cycles and
+ * excessive depth refused), and its key order is the order the draft shows.
+ */
+
+/** The draft behind a proxy (a symbol lookup misses on every other object at the cost of one property read). */
+const DRAFT = Symbol("terrarium.draft");
+
+interface Draft {
+  readonly base: Record<string, unknown> & unknown[];
+  readonly array: boolean;
+  readonly parent: Draft | undefined;
+  /** Depth of `base` in the document (the root is 0), for the depth limit on what tools write. */
+  readonly depth: number;
+  readonly scope: DraftScope;
+  proxy: object;
+  /** The writable copy, made by the first write; undefined while the draft is unchanged. */
+  copy: (Record<string, unknown> & unknown[]) | undefined;
+  /** `Object.keys(base)`, kept from making the copy (objects): the order changes are reported in. */
+  baseKeys: string[] | undefined;
+  /** Drafts handed out for members of `base`, by key. */
+  children: Map<string, Draft> | undefined;
+  /** Keys the tool assigned or deleted (objects). */
+  written: Set<string | symbol> | undefined;
+  /** The immutable result, once finished. */
+  final: unknown;
+  finishing: boolean;
+}
+
+/** One step's drafts: closed when the step ends, after which its drafts refuse to be used. */
+interface DraftScope {
+  open: boolean;
+}
+
+function closed(): never {
+  throw new TerrariumError("INVALID_INPUT", "a state draft was used after its step ended");
+}
+
+function draftOf(value: unknown): Draft | undefined {
+  return (value as { [DRAFT]?: Draft })[DRAFT];
+}
+
+function childFor(draft: Draft, key: string, value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const known = draft.children?.get(key);
+  if (known !== undefined && known.base === value) return known.proxy;
+  // What the tool stored itself (a fresh value or another draft) is handed back as it is.
+  if (!isImmutableJson(value)) return value;
+  const child = createDraft(value as Draft["base"], draft, draft.scope);
+  if (draft.children === undefined) draft.children = new Map();
+  draft.children.set(key, child);
+  return child.proxy;
+}
+
+/** Copies the draft's container (and its parents' containers, which will hold the new one). */
+function markChanged(draft: Draft): void {
+  let current: Draft | undefined = draft;
+  while (current !== undefined && current.copy === undefined) {
+    const base = current.base;
+    if (current.array) current.copy = base.slice() as Draft["base"];
+    else {
+      const keys = Object.keys(base);
+      const copy = Object.create(null) as Draft["base"];
+      // A null-prototype object has no `__proto__` setter: every key is stored as data.
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i] as string;
+        copy[key] = base[key];
+      }
+      current.baseKeys = keys;
+      current.copy = copy;
+    }
+    current = current.parent;
+  }
+}
+
+function store(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__")
+    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  else target[key] = value;
+}
+
+const objectTraps: ProxyHandler<Draft> = {
+  get(draft, key) {
+    if (key === DRAFT) return draft;
+    if (!draft.scope.open) closed();
+    const source = draft.copy ?? draft.base;
+    if (typeof key === "symbol") return undefined;
+    return childFor(draft, key, source[key]);
+  },
+  set(draft, key, value) {
+    if (!draft.scope.open) closed();
+    if (draft.copy === undefined) {
+      if (typeof key !== "symbol") {
+        const current = draft.base[key];
+        // Writing back what is there changes nothing (and copies nothing).
+        if (Object.is(current, value) && (current !== undefined || Object.hasOwn(draft.base, key)))
+          return true;
+        const child = draft.children?.get(key);
+        if (child !== undefined && child.proxy === value && child.base === current) return true;
+      }
+      markChanged(draft);
+    }
+    if (typeof key === "symbol") (draft.copy as unknown as Record<symbol, unknown>)[key] = value;
+    else (draft.copy as Record<string, unknown>)[key] = value;
+    if (draft.written === undefined) draft.written = new Set();
+    draft.written.add(key);
+    return true;
+  },
+  deleteProperty(draft, key) {
+    if (!draft.scope.open) closed();
+    if (!Object.hasOwn(draft.copy ?? draft.base, key)) return true;
+    markChanged(draft);
+    delete (draft.copy as Record<string | symbol, unknown>)[key];
+    if (draft.written === undefined) draft.written = new Set();
+    draft.written.add(key);
+    return true;
+  },
+  has(draft, key) {
+    if (key === DRAFT) return true;
+    if (!draft.scope.open) closed();
+    return key in (draft.copy ?? draft.base);
+  },
+  ownKeys(draft) {
+    if (!draft.scope.open) closed();
+    return Reflect.ownKeys(draft.copy ?? draft.base);
+  },
+  getOwnPropertyDescriptor(draft, key) {
+    if (!draft.scope.open) closed();
+    const source = draft.copy ?? draft.base;
+    const descriptor = Reflect.getOwnPropertyDescriptor(source, key);
+    if (descriptor === undefined) return undefined;
+    return { value: descriptor.value, writable: true, enumerable: descriptor.enumerable, configurable: true };
+  },
+  getPrototypeOf(draft) {
+    return Object.getPrototypeOf(draft.base);
+  },
+  defineProperty() {
+    throw new TerrariumError("INVALID_INPUT", "a tool cannot define properties on its state; assign them");
+  },
+  setPrototypeOf() {
+    throw new TerrariumError("INVALID_INPUT", "a tool cannot change the prototype of its state");
+  },
+  preventExtensions() {
+    return false;
+  },
+};
+
+/** Arrays: the proxy's target is `[draft]`, so that `Array.isArray` sees an array. */
+const arrayTraps: ProxyHandler<[Draft]> = {
+  get(target, key) {
+    const draft = target[0];
+    if (key === DRAFT) return draft;
+    if (!draft.scope.open) closed();
+    const source = draft.copy ?? draft.base;
+    const value = (source as unknown as Record<string | symbol, unknown>)[key];
+    // Methods and `length` come as they are; only members (indexes) can be containers.
+    if (typeof key === "symbol" || typeof value !== "object" || value === null) return value;
+    return childFor(draft, key, value);
+  },
+  set(target, key, value) {
+    const draft = target[0];
+    if (!draft.scope.open) closed();
+    if (draft.copy === undefined) {
+      const current = (draft.base as unknown as Record<string | symbol, unknown>)[key];
+      if (Object.is(current, value) && Object.hasOwn(draft.base, key)) return true;
+      const child = typeof key === "string" ? draft.children?.get(key) : undefined;
+      if (child !== undefined && child.proxy === value && child.base === current) return true;
+      markChanged(draft);
+    }
+    const copy = draft.copy as unknown as Record<string | symbol, unknown>;
+    if (key === "__proto__") store(copy as Record<string, unknown>, key, value);
+    else copy[key] = value;
+    return true;
+  },
+  deleteProperty(target, key) {
+    const draft = target[0];
+    if (!draft.scope.open) closed();
+    if (!Object.hasOwn(draft.copy ?? draft.base, key)) return true;
+    markChanged(draft);
+    delete (draft.copy as unknown as Record<string | symbol, unknown>)[key];
+    return true;
+  },
+  has(target, key) {
+    if (key === DRAFT) return true;
+    const draft = target[0];
+    if (!draft.scope.open) closed();
+    return key in (draft.copy ?? draft.base);
+  },
+  ownKeys(target) {
+    const draft = target[0];
+    if (!draft.scope.open) closed();
+    return Reflect.ownKeys(draft.copy ?? draft.base);
+  },
+  getOwnPropertyDescriptor(target, key) {
+    const draft = target[0];
+    if (!draft.scope.open) closed();
+    const source = draft.copy ?? draft.base;
+    const descriptor = Reflect.getOwnPropertyDescriptor(source, key);
+    if (descriptor === undefined) return undefined;
+    // `length` must stay non-configurable, as it is on the target.
+    const isLength = key === "length";
+    return {
+      value: descriptor.value,
+      writable: true,
+      enumerable: descriptor.enumerable,
+      configurable: !isLength,
+    };
+  },
+  getPrototypeOf(target) {
+    return Object.getPrototypeOf(target[0].base);
+  },
+  defineProperty() {
+    throw new TerrariumError("INVALID_INPUT", "a tool cannot define properties on its state; assign them");
+  },
+  setPrototypeOf() {
+    throw new TerrariumError("INVALID_INPUT", "a tool cannot change the prototype of its state");
+  },
+  preventExtensions() {
+    return false;
+  },
+};
+
+function createDraft(base: Draft["base"], parent: Draft | undefined, scope: DraftScope): Draft {
+  const draft: Draft = {
+    base,
+    array: Array.isArray(base),
+    parent,
+    depth: parent === undefined ? 0 : parent.depth + 1,
+    scope,
+    proxy: undefined as unknown as object,
+    copy: undefined,
+    baseKeys: undefined,
+    children: undefined,
+    written: undefined,
+    final: undefined,
+    finishing: false,
+  };
+  draft.proxy = draft.array ? new Proxy([draft], arrayTraps) : new Proxy(draft, objectTraps);
+  return draft;
+}
+
+/** For `toImmutableJsonAt`: a draft met inside a written value ends as its finished form. */
+function resolveDraft(value: object): unknown {
+  const inner = draftOf(value);
+  return inner?.scope.open ? finish(inner) : undefined;
+}
+
+/** The immutable value a draft ends as (its base when it was never written). */
+function finish(draft: Draft): unknown {
+  const copy = draft.copy;
+  if (copy === undefined) return draft.base;
+  if (draft.final !== undefined) return draft.final;
+  if (draft.finishing) throw new TerrariumError("INVALID_INPUT", "the value contains a cycle");
+  draft.finishing = true;
+  // Members drafted and changed in place take their finished form where they still stand.
+  if (draft.children !== undefined) {
+    for (const [key, child] of draft.children) {
+      if (child.copy !== undefined && copy[key as never] === child.base && Object.hasOwn(copy, key))
+        (copy as Record<string, unknown>)[key] = finish(child);
+    }
+  }
+  let result: object;
+  if (draft.array) {
+    const items = new Array<unknown>(copy.length);
+    for (let i = 0; i < copy.length; i++) {
+      const item = copy[i];
+      const converted =
+        typeof item === "object" && item !== null && isImmutableJson(item)
+          ? item
+          : toImmutableJsonAt(item, draft.depth + 1, resolveDraft);
+      items[i] = converted === undefined ? null : converted;
+    }
+    result = items;
+  } else {
+    const record = copy as Record<string | symbol, unknown>;
+    if (draft.written !== undefined) {
+      for (const key of draft.written) {
+        if (typeof key === "symbol") {
+          delete record[key];
+          continue;
+        }
+        if (!Object.hasOwn(record, key)) continue;
+        const member = record[key];
+        if (typeof member === "object" && member !== null && isImmutableJson(member)) continue;
+        const converted = toImmutableJsonAt(member, draft.depth + 1, resolveDraft);
+        if (converted === undefined) delete record[key];
+        else record[key] = converted;
+      }
+    }
+    result = record;
+  }
+  adoptImmutable(result);
+  draft.final = result;
+  draft.finishing = false;
+  return result;
+}
+
+/** JSON Patch-style changes from a draft's base to its finished value, visiting only what it wrote. */
+function changesOf(draft: Draft, after: unknown, path: string, out: JsonChange[]): void {
+  const before = draft.base;
+  if (before === after) return;
+  if (draft.array || after !== draft.final) {
+    for (const change of diffJson(before, after, path)) out.push(change);
+    return;
+  }
+  const record = after as Record<string, unknown>;
+  const touched: string[] = [];
+  if (draft.written !== undefined)
+    for (const key of draft.written) if (typeof key === "string") touched.push(key);
+  if (draft.children !== undefined)
+    for (const [key, child] of draft.children)
+      if (child.copy !== undefined && !draft.written?.has(key)) touched.push(key);
+  const existing: string[] = [];
+  const added: string[] = [];
+  for (const key of touched) {
+    if (Object.hasOwn(before, key)) existing.push(key);
+    else if (Object.hasOwn(record, key)) added.push(key);
+  }
+  // diffJson's order: the old keys in their order, then the new ones in theirs.
+  if (existing.length > 1) {
+    const keys = draft.baseKeys ?? Object.keys(before);
+    if (keys.length <= 32) existing.sort((a, b) => keys.indexOf(a) - keys.indexOf(b));
+    else {
+      const order = new Map(keys.map((key, index) => [key, index]));
+      existing.sort((a, b) => (order.get(a) as number) - (order.get(b) as number));
+    }
+  }
+  for (const key of existing) {
+    const at = `${path}/${escapeToken(key)}`;
+    if (!Object.hasOwn(record, key)) {
+      out.push({ op: "remove", path: at, before: before[key as never] });
+      continue;
+    }
+    const was = before[key as never] as unknown;
+    const now = record[key];
+    if (was === now) continue;
+    const child = draft.children?.get(key);
+    if (child !== undefined && child.base === was && child.final === now) changesOf(child, now, at, out);
+    else for (const change of diffJson(was, now, at)) out.push(change);
+  }
+  if (added.length > 1) {
+    const wanted = new Set(added);
+    added.length = 0;
+    for (const key of Object.keys(record)) if (wanted.has(key)) added.push(key);
+  }
+  for (const key of added) out.push({ op: "add", path: `${path}/${escapeToken(key)}`, after: record[key] });
+}
+
+/** A draft of one immutable state, for one step. */
+export class StateDraft {
+  private readonly scope: DraftScope = { open: true };
+  private readonly root: Draft | undefined;
+  /** What the tool sees: a draft of containers, the state itself when it is a primitive. */
+  readonly state: unknown;
+
+  constructor(readonly base: unknown) {
+    if (typeof base === "object" && base !== null) {
+      this.root = createDraft(base as Draft["base"], undefined, this.scope);
+      this.state = this.root.proxy;
+    } else this.state = base;
+  }
+
+  /** The new immutable state and its changes from `base`; the draft is closed afterwards. */
+  finish(): { after: unknown; changes: JsonChange[] } {
+    try {
+      if (this.root === undefined) return { after: this.base, changes: [] };
+      const after = finish(this.root);
+      const changes: JsonChange[] = [];
+      changesOf(this.root, after, "", changes);
+      return { after, changes };
+    } finally {
+      this.scope.open = false;
+    }
+  }
+
+  /**
+   * Drops the draft (the step failed). Its proxies stay readable, as a failure's details may hold some;
+   * they can never reach a state.
+   */
+  discard(): void {}
+}
+
+/**
+ * The immutable container a draft proxy stands for, when the draft (and so everything under it) is
+ * unchanged; undefined for anything else. Lets readers copy a drafted subtree without its traps.
+ */
+export function unchangedDraftBase(value: object): unknown {
+  const draft = draftOf(value);
+  return draft !== undefined && draft.copy === undefined && draft.scope.open ? draft.base : undefined;
+}

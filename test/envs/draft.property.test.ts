@@ -1,0 +1,256 @@
+import fc from "fast-check";
+import { Immer } from "immer";
+import { describe, expect, it } from "vitest";
+import { randomValidCall } from "../../src/bench/envsim/collect.js";
+import {
+  createRandom,
+  diffEnvSim,
+  diffJson,
+  envSimFromJsonChanges,
+  toImmutableJson,
+} from "../../src/core/index.js";
+import { StateDraft } from "../../src/envs/draft.js";
+import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
+
+/**
+ * The step path computes one change format from its own copy-on-write drafts and derives the other on
+ * demand. These tests hold it to what the old path gave (immer drafts, `toImmutableJson` over the result,
+ * both formats diffed from the whole states): the same `after` (key order included), the same `changes`,
+ * the same `envChanges`, byte for byte.
+ */
+
+const reference = new Immer({ autoFreeze: false });
+
+const json = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    fc.constantFrom(null, true, false),
+    fc.integer({ min: -3, max: 3 }),
+    fc.constantFrom("x", "y"),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(fc.constantFrom("a", "b", "c", "7", "1", "e/f", "g.h", "__proto__"), tie("value"), {
+      maxKeys: 5,
+    }),
+  ),
+})).value;
+
+/** One edit a tool might make; `at` picks the container, `key` the member (both taken modulo what exists). */
+const edit = fc.record({
+  kind: fc.constantFrom(
+    "set",
+    "set",
+    "delete",
+    "push",
+    "splice",
+    "sort",
+    "move",
+    "wrap",
+    "same",
+    "undefined",
+    "nan",
+    "read",
+    "bump",
+  ),
+  at: fc.array(fc.nat(7), { maxLength: 4 }),
+  key: fc.nat(9),
+  value: json,
+});
+type Edit = typeof edit extends fc.Arbitrary<infer T> ? T : never;
+
+type Node = Record<string, unknown> | unknown[];
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null;
+
+/** Follows `at` through the draft's containers as far as they go. */
+function locate(root: unknown, at: number[]): Node | undefined {
+  if (!isNode(root)) return undefined;
+  let node: Node = root;
+  for (const step of at) {
+    const keys = Object.keys(node);
+    const children = keys.filter((key) => isNode((node as Record<string, unknown>)[key]));
+    if (children.length === 0) break;
+    node = (node as Record<string, Node>)[children[step % children.length] as string] as Node;
+  }
+  return node;
+}
+
+function keyIn(node: Node, seed: number, fresh: boolean): string {
+  const keys = Object.keys(node);
+  if (fresh || keys.length === 0)
+    return Array.isArray(node) ? String(node.length) : (["n", "a", "__proto__", "9"][seed % 4] as string);
+  return keys[seed % keys.length] as string;
+}
+
+/** Applies the edits to a draft, the way tool code would (the same code runs on both kinds of draft). */
+function play(root: unknown, edits: Edit[]): unknown {
+  let seen: unknown = null;
+  for (const e of edits) {
+    const node = locate(root, e.at);
+    if (node === undefined) continue;
+    const record = node as Record<string, unknown>;
+    const key = keyIn(node, e.key, e.kind === "set" && e.key % 3 === 0);
+    switch (e.kind) {
+      case "set":
+        if (Array.isArray(node) && Number(key) > node.length) break;
+        record[key] = structuredClone(e.value);
+        break;
+      case "delete":
+        if (!Array.isArray(node)) delete record[key];
+        break;
+      case "push":
+        if (Array.isArray(node)) node.push(structuredClone(e.value), node[0]);
+        break;
+      case "splice":
+        if (Array.isArray(node)) node.splice(e.key % (node.length + 1), 1);
+        break;
+      case "sort":
+        if (Array.isArray(node)) node.reverse();
+        break;
+      case "move": {
+        // Another container of the draft, stored under a second name.
+        const other = locate(root, [...e.at].reverse());
+        if (other !== undefined && other !== node) record[key] = other;
+        break;
+      }
+      case "wrap": {
+        const other = locate(root, e.at.slice(1));
+        if (other !== undefined && other !== node && !Array.isArray(node))
+          record[key] = { inner: other, v: e.value };
+        break;
+      }
+      case "same":
+        if (Object.hasOwn(record, key)) {
+          // Writing back what was read (a draft of the member, for containers) changes nothing.
+          const current = record[key];
+          record[key] = current;
+        }
+        break;
+      case "undefined":
+        if (!Array.isArray(node)) record[key] = undefined;
+        break;
+      case "nan":
+        record[key] = Number.NaN;
+        break;
+      case "read":
+        seen = JSON.stringify(record[key]);
+        break;
+      case "bump": {
+        const value = record[key];
+        if (typeof value === "number") {
+          record[key] = value + 1;
+          record[key] = value;
+        }
+        break;
+      }
+    }
+  }
+  return seen;
+}
+
+function viaReference(before: unknown, edits: Edit[]) {
+  const draftable = isNode(before);
+  const draft = draftable ? reference.createDraft(before as object) : before;
+  try {
+    play(draft, edits);
+    const after = toImmutableJson(draftable ? reference.finishDraft(draft) : draft);
+    return { after, changes: diffJson(before, after), envChanges: diffEnvSim(before, after) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+function viaDraft(before: unknown, edits: Edit[]) {
+  const draft = new StateDraft(before);
+  try {
+    play(draft.state, edits);
+    const { after, changes } = draft.finish();
+    return { after, changes, envChanges: envSimFromJsonChanges(before, after, changes) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+describe("state drafts", () => {
+  it("give the old path's state, changes and EnvSimBench changes for random edits, byte for byte", () => {
+    fc.assert(
+      fc.property(json, fc.array(edit, { maxLength: 8 }), (plain, edits) => {
+        const before = toImmutableJson(plain);
+        const snapshot = JSON.stringify(before);
+        const expected = viaReference(before, edits);
+        const actual = viaDraft(before, edits);
+        // A cycle fails both (immer trips over its own revoked proxy, the draft names the cycle).
+        if ("error" in expected && /revoked|cycle/.test(String(expected.error)))
+          expect(actual).toEqual({ error: "the value contains a cycle" });
+        else expect(JSON.stringify(actual)).toBe(JSON.stringify(expected));
+        expect(JSON.stringify(before)).toBe(snapshot);
+        if ("after" in actual && "after" in expected) {
+          expect(Object.isFrozen(actual.after)).toBe(true);
+          // What the old path shared with `before` (every untouched member) is shared here too.
+          if (isNode(before) && isNode(expected.after) && isNode(actual.after))
+            for (const key of Object.keys(before)) {
+              const kept =
+                (expected.after as Record<string, unknown>)[key] === (before as Record<string, unknown>)[key];
+              if (kept)
+                expect((actual.after as Record<string, unknown>)[key]).toBe(
+                  (before as Record<string, unknown>)[key],
+                );
+            }
+        }
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it("copy nothing for a read, and refuse use after the step", () => {
+    const before = toImmutableJson({ a: { b: [1, { c: 2 }] }, d: 1 });
+    const draft = new StateDraft(before);
+    const state = draft.state as { a: { b: [number, { c: number }] } };
+    expect(state.a.b[1].c).toBe(2);
+    expect(state.a).toBe(state.a);
+    const { after, changes } = draft.finish();
+    expect(after).toBe(before);
+    expect(changes).toEqual([]);
+    expect(() => state.a).toThrow(/after its step ended/);
+  });
+
+  it("refuse a cycle, as toImmutableJson does", () => {
+    const draft = new StateDraft(toImmutableJson({ a: { b: 1 } }));
+    const state = draft.state as { a: Record<string, unknown> };
+    state.a.self = state.a;
+    expect(() => draft.finish()).toThrow(/cycle/);
+  });
+});
+
+describe("EnvSimBench changes derived from JSON Patch-style changes", () => {
+  it("equal diffEnvSim for random documents", () => {
+    fc.assert(
+      fc.property(json, json, (before, after) => {
+        const derived = envSimFromJsonChanges(before, after, diffJson(before, after));
+        expect(JSON.stringify(derived)).toBe(JSON.stringify(diffEnvSim(before, after)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("equal the eagerly computed ones on every built-in environment's transitions", async () => {
+    let compared = 0;
+    for (const environment of Object.values(BUILTIN_ENVIRONMENTS)) {
+      const large = JSON.stringify(await environment.initialState()).length > 100_000;
+      const random = createRandom(`lazy-${environment.name}`);
+      const instance = await environment.create({ seed: 3 });
+      for (let step = 0; step < (large ? 10 : 40); step++) {
+        const transition = await instance.step(
+          randomValidCall(environment.tools, await instance.state(), random),
+        );
+        expect(JSON.stringify(transition.changes)).toBe(
+          JSON.stringify(diffJson(transition.before, transition.after)),
+        );
+        expect(JSON.stringify(transition.envChanges)).toBe(
+          JSON.stringify(diffEnvSim(transition.before, transition.after)),
+        );
+        expect(transition.delta).toBe(transition.envChanges.length);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(200);
+  });
+});
