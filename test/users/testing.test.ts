@@ -495,6 +495,19 @@ describe("the model steps against the scripted server", () => {
     expect(result.transcript.endReason).toBe("max_turns");
   });
 
+  it("without models, a config makes the user's and the judge's models when a step needs them", async () => {
+    const configured = await models();
+    const result = await run(
+      [{ simulate: 1 }, { judge: ["The agent answers."] }],
+      { config: { ...configured.config, cache: { mode: "off" } } },
+      persona,
+    );
+    expect(result.error).toBeUndefined();
+    expect(statuses(result)).toEqual(["passed", "passed"]);
+    // plan + message of the user, one judge call
+    expect(server?.requests).toHaveLength(3);
+  });
+
   it("judge passes when every criterion is met and fails naming the unmet ones", async () => {
     const ok = await run(
       [{ user: "hello" }, { judge: ["The agent greets the user.", "The agent answers in English."] }],

@@ -1,6 +1,9 @@
 /**
  * Scenario tests: scripted and simulated conversations with assertions (`users test`, `terrarium/testing`).
  */
+// What a test file needs besides the runner: models for simulate and judge steps, from terrarium.config.yaml.
+export { loadConfig, parseConfig } from "../../models/config.js";
+export { Models } from "../../models/hub.js";
 export { FUNCTION_AGENT_SPEC, isScenarioTestAgent, openScenarioTestAgent } from "./agent.js";
 export {
   containsDeep,

@@ -6,6 +6,7 @@
 import { jsonEqual } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { getAtPointer } from "../../core/json-pointer.js";
+import { Models } from "../../models/hub.js";
 import { judgeAttempt } from "../../task/feedback.js";
 import type { AgentSession, AgentTarget } from "../agents/types.js";
 import type { AgentToolCallRecord, ConversationMessage, EndReason, TurnRecord } from "../conversation.js";
@@ -137,6 +138,7 @@ class TestRun {
   private userModel = "";
   private user: SimulatedUser | undefined;
   private toolFactory: UserToolFactory | undefined;
+  private ownModels: Models | undefined;
 
   constructor(
     private readonly scenario: ScenarioWithScript,
@@ -147,6 +149,14 @@ class TestRun {
     this.runId = options.runId ?? `${scenario.id}.1`;
     this.guard = new RepetitionGuard({ maxRedirects: scenario.stop.onRepeat === "redirect" ? 1 : 0 });
     this.timeoutMs = options.timeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS;
+  }
+
+  /** The user's and the judge's models: the caller's, else made from `config` on first use, else none. */
+  private models(): Models | undefined {
+    if (this.options.models) return this.options.models;
+    if (!this.options.config) return undefined;
+    this.ownModels ??= new Models({ config: this.options.config });
+    return this.ownModels;
   }
 
   private agentWait<T>(work: Promise<T>, what: string): Promise<T> {
@@ -223,6 +233,7 @@ class TestRun {
     } finally {
       await this.session?.close().catch(() => undefined);
       await this.toolFactory?.close().catch(() => undefined);
+      await this.ownModels?.close().catch(() => undefined);
     }
     const failedStep = this.steps.find((step) => step.status === "failed" || step.status === "error");
     const durationMs = Math.round(performance.now() - started);
@@ -400,7 +411,7 @@ class TestRun {
   /** The simulated user, made on first use; a string says why there is none. */
   private async simulatedUser(): Promise<SimulatedUser | string> {
     if (this.user) return this.user;
-    const models = this.options.models;
+    const models = this.models();
     const none =
       "simulate needs a user model: pass models (library) or configure roles.user or roles.default in terrarium.config.yaml (--user-model)";
     if (!models) return none;
@@ -520,7 +531,7 @@ class TestRun {
   }
 
   private async judge(criteria: string[]) {
-    const models = this.options.models;
+    const models = this.models();
     const none =
       "judge needs a judge model: pass models (library) or configure roles.judge or roles.default in terrarium.config.yaml";
     if (!models) return errored(none);

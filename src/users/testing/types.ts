@@ -205,8 +205,9 @@ export interface RunScenarioTestOptions extends ScenarioTestAgentOptions {
   /** An `--agent` spec (module:, http:, planner:, openai-compatible:), a function, or an opened agent. */
   agent: string | AgentFunction | ScenarioTestAgent;
   /**
-   * The user and judge models. A test that only scripts and asserts needs none (and none is created);
-   * `simulate` needs the `user` role and `judge` the `judge` role (each falls back to `roles.default`).
+   * The user and judge models (else made from `config` when a step needs them). A test that only scripts
+   * and asserts needs none (and none is created); `simulate` needs the `user` role and `judge` the `judge`
+   * role (each falls back to `roles.default`).
    */
   models?: Models;
   /** Seed of the test (default "terrarium"); it reaches the user, the judge, the agent and its tools. */
