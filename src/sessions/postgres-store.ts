@@ -252,7 +252,11 @@ export function describePostgresUrl(value: string): string {
  * database confirms it is still the latest (another replica may have moved the session on).
  *
  * `withSessionLock` serialises whole calls on one session across replicas with a per-session advisory
- * lock, held on a connection of a separate lock pool.
+ * lock, held on a connection of a separate lock pool. A call under it costs two statements on that
+ * connection (`FUNCTIONS_SQL`): one takes the lock and returns what the call reads (the record, the latest
+ * snapshot's row or the changes since the state this replica has cached, where the history ends); the
+ * other writes the step, built here on that very snapshot, and releases the lock as it commits. Outside
+ * a lock, or when what is cached does not suffice, the store reads and writes in transactions as before.
  *
  * The database may go away and come back while serving (a restart, a failover): no connection error ever
  * reaches the process as an unhandled event, every method then fails with `STORE_UNAVAILABLE` (counted
