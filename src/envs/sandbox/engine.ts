@@ -142,6 +142,8 @@ export class SandboxEngine {
   private discarded = false;
   private warm: Warm | undefined;
   private active: ActiveCall | undefined;
+  /** Whether a call ran since the snapshot was last written back. */
+  private untidy = false;
 
   private constructor(
     private readonly module: QuickJSWASMModule,
@@ -170,15 +172,28 @@ export class SandboxEngine {
     return new SandboxEngine(module, heap);
   }
 
-  /** Runs one tool call in a fresh runtime and context. Never throws for anything the guest does. */
+  /** Runs one tool call from the engine's snapshot. Never throws for anything the guest does. */
   run(request: GuestRequest, host: GuestHost, limits: GuestLimits): GuestOutcome {
     return classify(this.execute(request, host, limits));
   }
 
-  /** Like run, but answers with the unread outcome (what a worker thread sends back to the host). */
-  execute(request: GuestRequest, host: GuestHost, limits: GuestLimits, pace?: Pace): RawOutcome {
+  /**
+   * Like run, but answers with the unread outcome (what a worker thread sends back to the host). With
+   * `tidyLater` the snapshot is written back by tidy() (a worker calls it once the answer is on its way)
+   * or at the start of the next call, whichever comes first; otherwise before this returns.
+   */
+  execute(
+    request: GuestRequest,
+    host: GuestHost,
+    limits: GuestLimits,
+    pace?: Pace,
+    tidyLater = false,
+  ): RawOutcome {
     try {
-      return this.runWarm(request, host, limits, pace);
+      this.tidy();
+      const outcome = this.runWarm(request, host, limits, pace);
+      if (!tidyLater) this.tidy();
+      return outcome;
     } catch (error) {
       this.discard();
       const overflow = error instanceof RangeError && /call stack/i.test(error.message);
@@ -190,6 +205,13 @@ export class SandboxEngine {
         detail: error instanceof Error ? error.message : String(error),
       };
     }
+  }
+
+  /** Writes the snapshot back after a call run with `tidyLater`. */
+  tidy(): void {
+    if (!this.untidy) return;
+    this.warm?.snapshot.restore();
+    this.untidy = false;
   }
 
   /** Forgets this engine: the next call to sandboxEngine() loads a new module. */
@@ -282,7 +304,7 @@ export class SandboxEngine {
     pace: Pace | undefined,
   ): RawOutcome {
     if (!this.warm) this.warm = this.prepare();
-    const { runtime, context, drive, usage, snapshot } = this.warm;
+    const { runtime, context, drive, usage } = this.warm;
     // The heap is the snapshot's before every call: its free space is measured once per memory size.
     const size = this.heap.memory.buffer.byteLength;
     if (this.warm.free === undefined || this.warm.free.size !== size) {
@@ -347,7 +369,7 @@ export class SandboxEngine {
       // After running out of memory the module is dropped rather than restored, so the memory the guest
       // made the heap grow to goes with it; the next call loads a fresh one (a few milliseconds).
       if (memory) this.discard();
-      else snapshot.restore();
+      else this.untidy = true;
       return outcome;
     } finally {
       release?.();

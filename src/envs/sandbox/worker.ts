@@ -1,5 +1,5 @@
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { type GuestHost, type RawOutcome, sandboxEngine } from "./engine.js";
+import { type GuestHost, type RawOutcome, type SandboxEngine, sandboxEngine } from "./engine.js";
 import type {
   HostAnswer,
   HostCall,
@@ -78,10 +78,11 @@ function send(message: WorkerMessage): void {
 port.on("message", async (message: RunMessage) => {
   if (message?.type !== "run") return;
   let raw: RawOutcome;
+  let engine: SandboxEngine | undefined;
   systemClock = message.tapes?.clock === "system";
   try {
     // The engine is loaded again here after a run that had to drop it.
-    const engine = await sandboxEngine();
+    engine = await sandboxEngine();
     callStarted = performance.now();
     sliceStarted = callStarted;
     raw = engine.execute(
@@ -97,6 +98,7 @@ port.on("message", async (message: RunMessage) => {
         memoryLimitBytes: message.memoryLimitBytes,
       },
       pace,
+      true,
     );
   } catch (error) {
     raw = {
@@ -107,6 +109,12 @@ port.on("message", async (message: RunMessage) => {
   }
   systemClock = false;
   send({ type: "done", id: message.id, raw, ...(raw.kind === "ran" && raw.used ? { used: raw.used } : {}) });
+  // The engine's memory goes back to its snapshot while the host reads the answer.
+  try {
+    engine?.tidy();
+  } catch {
+    // A failure here shows on the next call, which restores first.
+  }
 });
 
 sandboxEngine().then(
