@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TerrariumError } from "../../src/core/errors.js";
 import { Models, parseConfig } from "../../src/models/index.js";
 import { readTranscript } from "../../src/users/run/transcript.js";
-import { loadScenarioFile, loadScenarios, parseScenario } from "../../src/users/scenario/index.js";
+import {
+  loadScenarioFile,
+  loadScenarios,
+  parseScenario,
+  scenarioJsonSchema,
+} from "../../src/users/scenario/index.js";
 import {
   type AgentFunction,
   openScenarioTestAgent,
@@ -571,6 +576,23 @@ describe("scripts in scenario files", () => {
     ]);
     expect(scenario?.maxTurns).toBe(20);
     expect(scenario?.goal).toBe("");
+  });
+
+  it("the scenario JSON Schema describes script steps for editors", () => {
+    const schema = scenarioJsonSchema() as any;
+    expect(schema.required).not.toContain("script");
+    const kinds = schema.properties.script.items.oneOf.map((step: any) => step.const ?? step.required?.[0]);
+    expect(kinds).toEqual([
+      "stop",
+      "stop",
+      "user",
+      "simulate",
+      "expect_reply",
+      "expect_tool_call",
+      "expect_no_tool_call",
+      "expect_state",
+      "judge",
+    ]);
   });
 
   it("files without script load exactly as before (and still need their keys)", () => {

@@ -195,8 +195,72 @@ export const SCENARIO_KEYS = Object.keys(RawScenarioSchema.shape);
 
 /** The JSON Schema of a scenario file's scenario (for editors and documentation). */
 export function scenarioJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(RawScenarioSchema, { io: "input", unrepresentable: "any" }) as Record<
+  const schema = z.toJSONSchema(RawScenarioSchema, { io: "input", unrepresentable: "any" }) as Record<
     string,
     unknown
   >;
+  // The script is checked step by step in code (for located messages); editors get its shape here.
+  const properties = schema.properties as Record<string, Record<string, unknown>> | undefined;
+  if (properties?.script) properties.script = { ...properties.script, items: SCRIPT_STEP_JSON_SCHEMA };
+  return schema;
 }
+
+const one = (key: string, value: Record<string, unknown>) => ({
+  type: "object",
+  properties: { [key]: value },
+  required: [key],
+  additionalProperties: false,
+});
+const regex = { type: "string", minLength: 1, description: "a regular expression (JavaScript syntax)" };
+const flags = { type: "string", pattern: "^[imsu]*$" };
+const nonEmpty = { type: "string", minLength: 1 };
+
+/** One step of a test's script, as JSON Schema. */
+export const SCRIPT_STEP_JSON_SCHEMA = {
+  oneOf: [
+    { const: "stop" },
+    one("stop", { type: ["null", "boolean"] }),
+    one("user", nonEmpty),
+    one("simulate", {
+      oneOf: [{ type: "integer", minimum: 1, maximum: L.maxTurns }, { const: "until_stop" }],
+    }),
+    one("expect_reply", {
+      oneOf: [
+        {
+          type: "object",
+          properties: { matches: regex, flags },
+          required: ["matches"],
+          additionalProperties: false,
+        },
+        {
+          type: "object",
+          properties: { not_matches: regex, flags },
+          required: ["not_matches"],
+          additionalProperties: false,
+        },
+      ],
+    }),
+    one("expect_tool_call", {
+      oneOf: [
+        nonEmpty,
+        {
+          type: "object",
+          properties: { name: nonEmpty, arguments: {} },
+          required: ["name"],
+          additionalProperties: false,
+        },
+      ],
+    }),
+    one("expect_no_tool_call", nonEmpty),
+    one("expect_state", {
+      type: "object",
+      properties: {
+        pointer: { type: "string", description: "a JSON Pointer into the agent's tools' state" },
+        equals: {},
+      },
+      required: ["pointer", "equals"],
+      additionalProperties: false,
+    }),
+    one("judge", { oneOf: [nonEmpty, { type: "array", items: nonEmpty, minItems: 1 }] }),
+  ],
+} as const;
