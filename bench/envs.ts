@@ -16,7 +16,8 @@ const FIXTURES = join(import.meta.dirname, "..", "test", "fixtures");
 export async function benchEnvs(): Promise<BenchResult> {
   const rows: Array<{ subject: string; baseline: number; measured: number }> = [];
 
-  // TypeScript: a transfer between two accounts (validation, copy of the state, diff in both formats).
+  // TypeScript: a transfer between two accounts (validation, a copy of each container the tool wrote, the
+  // JSON Patch-style changes read from the draft; EnvSimBench's format is derived only when read).
   const bank = BUILTIN_ENVIRONMENTS.bank;
   if (!bank) throw new Error("the bank environment is missing");
   const bankInstance: EnvironmentInstance = await bank.create({ seed: 1 });
@@ -78,7 +79,7 @@ export async function benchEnvs(): Promise<BenchResult> {
         (row) =>
           `| ${row.subject} | ${fmt(row.baseline)} | ${fmt(row.measured)} | ${(row.baseline / row.measured).toFixed(0)}x |`,
       ),
-      "(an environment step also validates the call, copies what the tool changed and diffs it in both change formats)",
+      "(an environment step also validates the call, copies each container the tool wrote, freezes the copies and lists the changes)",
     ],
     report: { benchmark: "environment-steps", rows },
   };
