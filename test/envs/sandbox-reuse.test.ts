@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { afterAll, describe, expect, it } from "vitest";
+import { Catalog } from "../../src/catalog/index.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { defineEnvironment } from "../../src/envs/define.js";
 import { type GuestHost, type GuestOutcome, SandboxEngine } from "../../src/envs/sandbox/engine.js";
@@ -10,7 +11,9 @@ import {
   type SandboxedEnvironmentDescriptor,
 } from "../../src/envs/sandbox/quickjs.js";
 import { memoryLayout, readLayout } from "../../src/envs/sandbox/snapshot.js";
-import type { Transition } from "../../src/envs/types.js";
+import type { Environment, Transition } from "../../src/envs/types.js";
+import { Engine } from "../../src/sim/index.js";
+import { CodeSimulator } from "../../src/sim/simulators/code.js";
 
 /**
  * The sandbox reuses one QuickJS runtime and context per worker, and writes a snapshot of the engine's
@@ -257,6 +260,34 @@ describe("sandbox: values drawn ahead leave seeded runs as they were", () => {
     };
     const plain = await play(() => reference.create({ seed: "draws", clock: plainClock() }));
     expect(await play(() => sandboxed.create({ seed: "draws", clock: plainClock() }))).toBe(plain);
+  });
+
+  it("gives the same times under the engine's per-call clock (read ahead on a clone) as the host's own", async () => {
+    const pool = new SandboxPool({ size: 1 });
+    pools.push(pool);
+    async function observations(environment: Environment): Promise<string> {
+      const engine = new Engine({
+        catalog: new Catalog(environment.tools),
+        simulators: [new CodeSimulator(environment, "t")],
+        seed: 5,
+        initialState: await environment.initialState(),
+      });
+      try {
+        const session = await engine.createSession();
+        const seen: unknown[] = [];
+        for (const n of COUNTS) {
+          const result = await engine.call(session.id, { name: "draw", arguments: { n } });
+          seen.push(result.observation, await engine.state(session.id));
+        }
+        return JSON.stringify(seen);
+      } finally {
+        await engine.close();
+      }
+    }
+    const sandboxed = defineSandboxedEnvironment(descriptor, { pool });
+    const expected = await observations(reference as unknown as Environment);
+    expect(expected).toContain("T");
+    expect(await observations(sandboxed)).toBe(expected);
   });
 
   it("keeps a fork's sources where the parent's were when it forked", async () => {

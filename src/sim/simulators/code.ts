@@ -36,6 +36,13 @@ class CallClock implements Clock {
   now(): number {
     return this.next++;
   }
+
+  /** A clock at the same reading that moves on its own: the sandbox reads ahead on it (envs/sandbox/sources.ts). */
+  clone(): CallClock {
+    const copy = new CallClock();
+    copy.next = this.next;
+    return copy;
+  }
 }
 
 interface Live {
