@@ -215,7 +215,7 @@ export class MemoryStore implements Store {
   ): void {
     const bytes = changes === undefined ? Number.POSITIVE_INFINITY : changesSize(changes);
     if (stored.chain.bytes + bytes <= stored.chain.limit) {
-      stored.snapshots.push({ ...meta, changes });
+      stored.snapshots.push({ ...meta, changes: (changes ?? []).map(keptChange) });
       stored.chain.length++;
       stored.chain.bytes += bytes;
     } else {
@@ -230,6 +230,17 @@ export class MemoryStore implements Store {
     if (!stored) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
     return stored;
   }
+}
+
+/**
+ * A change as kept: a copy (the caller may hand the same objects to others, who may change them) whose
+ * values are immutable trees (already so when they came from states: then shared, not copied).
+ */
+function keptChange(change: JsonChange): JsonChange {
+  const kept: JsonChange = { op: change.op, path: change.path };
+  if ("before" in change) kept.before = toImmutableJson(change.before);
+  if ("after" in change) kept.after = toImmutableJson(change.after);
+  return Object.freeze(kept);
 }
 
 /**

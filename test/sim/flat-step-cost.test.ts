@@ -150,3 +150,30 @@ describe("the cost of a write does not grow with the session", () => {
     }, 120_000);
   }
 });
+
+describe("the memory store's snapshots kept as changes", () => {
+  it("gives back every snapshot exactly, whatever a caller later does to the outcomes it was given", async () => {
+    const store = new MemoryStore();
+    const engine = new Engine({
+      catalog: new Catalog(journal.tools),
+      simulators: [new CodeSimulator(journal)],
+      store,
+    });
+    const session = await engine.createSession({ state: await journal.initialState() });
+    const states: unknown[] = [await engine.state(session.id)];
+    for (let n = 0; n < 300; n++) {
+      const outcome = await engine.call(session.id, addEntry(n));
+      states.push(await engine.state(session.id));
+      // A careless caller: the store must not share these objects with it.
+      for (const change of outcome.changes as Array<Record<string, unknown>>) {
+        change.path = "/vandalised";
+        change.after = "vandalised";
+      }
+    }
+    const snapshots = await store.snapshots(session.id);
+    expect(snapshots.map((snapshot) => snapshot.state)).toEqual(states);
+    for (const index of [0, 1, 57, 150, 299, 300])
+      expect((await store.snapshot(session.id, index))?.state).toEqual(states[index]);
+    await engine.close();
+  });
+});
