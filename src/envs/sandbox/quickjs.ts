@@ -5,6 +5,7 @@ import { TerrariumError } from "../../core/errors.js";
 import { same } from "../../core/json-diff.js";
 import { formatPointer } from "../../core/json-pointer.js";
 import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementation } from "../define.js";
+import { unchangedDraftBase } from "../draft.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
 import type { GuestLimits, GuestOutcome } from "./engine.js";
 import { type SandboxPool, sandboxPool } from "./pool.js";
@@ -205,7 +206,9 @@ function sandboxedRun(
   // How many clock readings, random numbers and ids to draw ahead: what the tool's last call took.
   let forecast: SourceForecast = { clock: 1, random: 1, ids: 1 };
   return async ({ state, args, clock, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
-    const stateText = stagedState ?? JSON.stringify(state);
+    // Without a staged text (a tool called outside SandboxedInstance.step) the draft's immutable base is
+    // used when the draft is still unchanged, the draft itself otherwise.
+    const stateText = stagedState ?? JSON.stringify(unchangedDraftBase(state) ?? state);
     stagedState = undefined;
     const lease = new SourceLease({ clock, random, ids }, forecast);
     const outcome = await pool().run(
