@@ -1,18 +1,22 @@
 /**
- * The JavaScript that runs inside every sandbox context before a tool does. It is a function expression:
- * called once with the host object (`now`, `clock`, `random`, `id`, `fail`), it returns `drive(source,
- * input)`, which compiles the tool's source, calls it with `ctx`, and answers with ONE JSON string (or a
- * promise of one) describing what happened. The host never reads guest objects, only that string.
+ * The JavaScript that runs inside the sandbox's context before a tool does. It is a function expression:
+ * called once with the host object (`now`, `clock`, `random`, `id`, `load`, `fail`), it returns
+ * `drive(source, input)`, which compiles the tool's source, calls it with `ctx`, and answers with ONE JSON
+ * string (or a promise of one) describing what happened. The host never reads guest objects, only that
+ * string (and `drive.usage()`, the count of values the call took).
  *
  * Everything the driver relies on is captured before the tool's code is evaluated, so a tool that replaces
- * globals (JSON, Reflect, Promise, Date) cannot change how its result is read. Date and Math.random read
- * the environment's seeded clock and random source, so a seeded run repeats exactly. A change a tool makes
- * to Object.prototype (prototype pollution) is detected and fails the call; every call gets a new context
- * anyway, so nothing a tool changes in its globals reaches another call.
+ * globals (JSON, Reflect, Promise, Date, Proxy) cannot change how its result is read. Date and Math.random
+ * read the environment's seeded clock and random source (values drawn ahead come with the input as
+ * `tape`), so a seeded run repeats exactly. A change a tool makes to Object.prototype (prototype
+ * pollution) is detected and fails the call; the engine writes its memory snapshot back after every call
+ * anyway (snapshot.ts), so nothing a tool changes in its globals reaches another call.
  *
- * Reports: {kind: "returned", observation, state} | {kind: "raised", message} | {kind: "compile", message}
- * | {kind: "not-a-function", type} | {kind: "unserializable", message} | {kind: "tampered", target, key}
- * | {kind: "memory"}.
+ * Input: `{state, args, tape?}`, or `{root, args, tape?}` for a lazy draft of the state (see below), whose
+ * answer lists the changes instead of the whole state.
+ * Reports: {kind: "returned", observation, state} | {kind: "returned", observation, changes}
+ * | {kind: "raised", message} | {kind: "compile", message} | {kind: "not-a-function", type}
+ * | {kind: "unserializable", message} | {kind: "tampered", target, key} | {kind: "memory"}.
  */
 export const GUEST_PRELUDE = String.raw`(function (host) {
   "use strict";
