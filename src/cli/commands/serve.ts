@@ -249,7 +249,11 @@ export function registerServeCommand(program: Command, io: CliIo): void {
       "--user-model <model>",
       "with --tasks: a simulated user (provider:model) talks to the agent in task episodes ({type: message} actions; the user speaks first and its stop token ends the episode)",
     )
-    .option("--user-temperature <t>", "the simulated user's temperature, 0 to 2 (default 0.7)", parseTemperature)
+    .option(
+      "--user-temperature <t>",
+      "the simulated user's temperature, 0 to 2 (default 0.7)",
+      parseTemperature,
+    )
     .option(
       "--judge-model <model>",
       "with --tasks: a model (provider:model) scores the checks that need one (tau2's NL assertions); without it they are null and left out of the reward",
