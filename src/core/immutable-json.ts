@@ -16,8 +16,32 @@ import { TerrariumError } from "./errors.js";
 /** Deepest nesting a state may have; deeper documents are refused (they only come from attacks or bugs). */
 export const MAX_JSON_DEPTH = 512;
 
-/** Every container made by `toImmutableJson`: a subtree found here is already in final form and is reused. */
-const IMMUTABLE = new WeakSet<object>();
+/** Returns the object it is given, so that a subclass's field initialisers run on that object. */
+class Stamp {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: the point: `new Final(x)` stamps x itself
+    return target;
+  }
+}
+
+/**
+ * The brand of every container made by `toImmutableJson` (or adopted): a subtree that carries it is in
+ * final form and is reused. A private field rather than a WeakSet: stamping costs about a property
+ * store, and the garbage collector has no weak table to process (states make one or more containers a
+ * step). Private fields are invisible to keys, JSON, copies and proxies; the stamp goes on before the
+ * freeze.
+ */
+class Final extends Stamp {
+  #final = true;
+
+  static has(value: object): boolean {
+    return #final in value;
+  }
+
+  static stamp(value: object): void {
+    if (!(#final in value)) new Final(value);
+  }
+}
 
 /**
  * The value as JSON would carry it (JSON.stringify's rules: `toJSON`, undefined members dropped, undefined
@@ -45,7 +69,7 @@ export function toImmutableJsonAt(
 
 /** Whether `value` is a container made by `toImmutableJson` (or adopted): final, frozen, shareable. */
 export function isImmutableJson(value: unknown): boolean {
-  return typeof value === "object" && value !== null && IMMUTABLE.has(value);
+  return typeof value === "object" && value !== null && Final.has(value);
 }
 
 /**
@@ -53,8 +77,8 @@ export function isImmutableJson(value: unknown): boolean {
  * array or null-prototype object whose members are all immutable JSON already.
  */
 export function adoptImmutable<T extends object>(container: T): T {
+  Final.stamp(container);
   Object.freeze(container);
-  IMMUTABLE.add(container);
   return container;
 }
 
@@ -78,7 +102,7 @@ function convert(
       return undefined; // functions and symbols: dropped from objects, null in arrays
   }
   if (value === null) return null;
-  if (IMMUTABLE.has(value)) return value;
+  if (Final.has(value)) return value;
   if (resolve !== undefined) {
     const resolved = resolve(value);
     if (resolved !== undefined) return resolved;
@@ -111,8 +135,8 @@ function convert(
     result = record;
   }
   ancestors.delete(value);
+  Final.stamp(result);
   Object.freeze(result);
-  IMMUTABLE.add(result);
   return result;
 }
 

@@ -184,6 +184,8 @@ describe("state drafts", () => {
         expect(JSON.stringify(before)).toBe(snapshot);
         if ("after" in actual && "after" in expected) {
           expect(Object.isFrozen(actual.after)).toBe(true);
+          // The result is final: converting it again gives it back, not a copy.
+          expect(toImmutableJson(actual.after)).toBe(actual.after);
           // What the old path shared with `before` (every untouched member) is shared here too.
           if (isNode(before) && isNode(expected.after) && isNode(actual.after))
             for (const key of Object.keys(before)) {
