@@ -3,12 +3,46 @@ import { diffJson, type EnvSimChange, envSimFromJsonChanges, type JsonChange } f
 import type { CallValidator } from "../validate/validator.js";
 import type { Transition } from "./types.js";
 
+/** Replaces a lazily derived member by its value (a plain data property, in the same place). */
+function settle(transition: Transition, key: "envChanges" | "delta", value: unknown): void {
+  Object.defineProperty(transition, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/*
+ * The accessors of every transition: one pair of functions for all of them, so that records share one
+ * hidden class (accessors made per record, as an object literal's getters are, give each record its own
+ * hidden class, and the garbage collector pays for them). A read computes the value from the record's own
+ * `before`, `after` and `changes` and settles it as data.
+ */
+const ENV_CHANGES: PropertyDescriptor = {
+  get(this: Transition) {
+    const value = envSimFromJsonChanges(this.before, this.after, this.changes);
+    settle(this, "envChanges", value);
+    return value;
+  },
+  set(this: Transition, value: EnvSimChange[]) {
+    settle(this, "envChanges", value);
+  },
+  enumerable: true,
+  configurable: true,
+};
+const DELTA: PropertyDescriptor = {
+  get(this: Transition) {
+    return this.envChanges.length;
+  },
+  set(this: Transition, value: number) {
+    settle(this, "delta", value);
+  },
+  enumerable: true,
+  configurable: true,
+};
+
 /**
  * Builds a transition record from what a step saw. One change format is computed: `changes` (JSON Patch
  * style), given by the caller when it knows them (a TypeScript step's draft does) or diffed here;
  * `envChanges` and its count `delta` are derived from them on first read (most steps are never scored
  * EnvSimBench's way) and are then the same as `diffEnvSim(before, after)` would give. Both are own,
- * enumerable properties, so spreading, JSON and equality see the record as before.
+ * enumerable properties in their usual places, so spreading, JSON and equality see the record as before.
  */
 export function makeTransition(
   call: Transition["call"],
@@ -18,31 +52,10 @@ export function makeTransition(
   after: unknown,
   changes: JsonChange[] = diffJson(before, after),
 ): Transition {
-  let envChanges: EnvSimChange[] | undefined;
-  let delta: number | undefined;
-  return {
-    call,
-    success,
-    observation,
-    before,
-    after,
-    changes,
-    get envChanges(): EnvSimChange[] {
-      if (envChanges === undefined) envChanges = envSimFromJsonChanges(before, after, changes);
-      return envChanges;
-    },
-    set envChanges(value: EnvSimChange[]) {
-      envChanges = value;
-    },
-    get delta(): number {
-      if (delta !== undefined) return delta;
-      if (envChanges === undefined) envChanges = envSimFromJsonChanges(before, after, changes);
-      return envChanges.length;
-    },
-    set delta(value: number) {
-      delta = value;
-    },
-  };
+  const transition = { call, success, observation, before, after, changes } as Transition;
+  Object.defineProperty(transition, "envChanges", ENV_CHANGES);
+  Object.defineProperty(transition, "delta", DELTA);
+  return transition;
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   toImmutableJson,
 } from "../../src/core/index.js";
 import { StateDraft } from "../../src/envs/draft.js";
-import { BUILTIN_ENVIRONMENTS } from "../../src/envs/index.js";
+import { BUILTIN_ENVIRONMENTS, makeTransition } from "../../src/envs/index.js";
 
 /**
  * The step path computes one change format from its own copy-on-write drafts and derives the other on
@@ -254,5 +254,44 @@ describe("EnvSimBench changes derived from JSON Patch-style changes", () => {
       }
     }
     expect(compared).toBeGreaterThan(200);
+  });
+});
+
+describe("transition records", () => {
+  it("keep their keys and JSON, and share one pair of accessors (one hidden class, no per-step functions)", () => {
+    const before = toImmutableJson({ a: [1], b: { c: 1 } });
+    const after = toImmutableJson({ a: [1, 2], b: { c: 2 } });
+    const first = makeTransition({ name: "t", arguments: {} }, true, null, before, after);
+    const second = makeTransition({ name: "t", arguments: {} }, true, null, after, before);
+    const accessor = (t: object) => Object.getOwnPropertyDescriptor(t, "envChanges")?.get;
+    expect(accessor(first)).toBeTypeOf("function");
+    expect(accessor(first)).toBe(accessor(second));
+    expect(Object.keys(first)).toEqual([
+      "call",
+      "success",
+      "observation",
+      "before",
+      "after",
+      "changes",
+      "envChanges",
+      "delta",
+    ]);
+    expect(JSON.stringify(first)).toBe(
+      JSON.stringify({
+        call: first.call,
+        success: true,
+        observation: null,
+        before,
+        after,
+        changes: diffJson(before, after),
+        envChanges: diffEnvSim(before, after),
+        delta: 2,
+      }),
+    );
+    // Read once, a derived member is plain data in its place; it can also be set.
+    expect(Object.getOwnPropertyDescriptor(first, "envChanges")?.value).toEqual(diffEnvSim(before, after));
+    second.delta = 7;
+    expect(second.delta).toBe(7);
+    expect(Object.keys(second)).toEqual(Object.keys(first));
   });
 });
