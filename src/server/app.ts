@@ -28,6 +28,7 @@ import {
   jsonResponse,
   jsonValue,
   readLimited,
+  requestBody,
 } from "./http.js";
 import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter } from "./json-body.js";
 import { errorCodeOf, ServerMetrics, UNMATCHED_ROUTE } from "./metrics.js";
@@ -160,7 +161,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     const started = performance.now();
     const method = c.req.method;
     if (options.drain?.isDraining && !PROBES.has(c.req.path)) {
-      await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
+      await drain(requestBody(c), maxBody * DRAIN_FACTOR);
       const refused = jsonResponse(
         503,
         { error: { code: "SHUTTING_DOWN", message: "the server is shutting down; send the request again" } },
@@ -207,7 +208,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     c.set("bodyError", undefined);
     const declared = c.req.header("content-length");
     if (declared !== undefined && Number(declared) > maxBody && !c.req.header("transfer-encoding")) {
-      await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
+      await drain(requestBody(c), maxBody * DRAIN_FACTOR);
       return tooLarge();
     }
     return next();
@@ -223,7 +224,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     const owner = hash && tokens.has(hash) ? hash : undefined;
     if (!owner) {
       // The body is not wanted, but reading it lets the client see the 401 instead of a reset connection.
-      await drain(c.req.raw.body, maxBody * DRAIN_FACTOR);
+      await drain(requestBody(c), maxBody * DRAIN_FACTOR);
       return c.json(
         {
           error: {
@@ -239,7 +240,7 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   });
   // Every body is read here, counted as it streams (chunked uploads have no Content-Length to trust).
   app.use("*", async (c, next) => {
-    const body = c.req.raw.body;
+    const body = requestBody(c);
     if (!body) return next();
     const read = await readLimited(body, maxBody, maxBody * DRAIN_FACTOR);
     if (read === "too-large") return tooLarge();

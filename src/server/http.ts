@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
 import type { Context } from "hono";
 import { TerrariumError } from "../core/errors.js";
 import type { SessionRecord } from "../sessions/types.js";
@@ -94,9 +95,29 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex").slice(0, 32);
 }
 
+/**
+ * A request's body: the Node request itself when the app runs under node-server and nothing has read it yet
+ * (read with events: no web-stream adapter, which cost a large share of a small call), else the web stream.
+ * GET and HEAD have none.
+ */
+export function requestBody(c: Context): ReadableStream<Uint8Array> | Readable | null {
+  const method = c.req.method;
+  if (method === "GET" || method === "HEAD") return null;
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+  if (incoming instanceof Readable && !incoming.readableDidRead && !incoming.destroyed) return incoming;
+  return c.req.raw.body;
+}
+
 /** Reads and drops up to `limit` bytes of a body nobody will use. */
-export async function drain(body: ReadableStream<Uint8Array> | null, limit: number): Promise<void> {
+export async function drain(
+  body: ReadableStream<Uint8Array> | Readable | null,
+  limit: number,
+): Promise<void> {
   if (!body) return;
+  if (body instanceof Readable) {
+    await readNode(body, -1, limit).catch(() => undefined);
+    return;
+  }
   const reader = body.getReader();
   let seen = 0;
   try {
@@ -113,29 +134,91 @@ export async function drain(body: ReadableStream<Uint8Array> | null, limit: numb
 
 /** The body as text, or why not: larger than `max` bytes (the rest is drained, up to `drainLimit`), or not UTF-8. */
 export async function readLimited(
-  body: ReadableStream<Uint8Array>,
+  body: ReadableStream<Uint8Array> | Readable,
   max: number,
   drainLimit: number,
 ): Promise<string | "too-large" | "not-utf8"> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      reader.releaseLock();
-      await drain(body, drainLimit);
-      return "too-large";
+  let bytes: Buffer;
+  if (body instanceof Readable) {
+    const read = await readNode(body, max, drainLimit);
+    if (read === "too-large") return read;
+    bytes = read;
+  } else {
+    const reader = body.getReader();
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > max) {
+        reader.releaseLock();
+        await drain(body, drainLimit);
+        return "too-large";
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+    bytes = Buffer.concat(chunks);
   }
   try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+    return UTF8.decode(bytes);
   } catch {
     return "not-utf8";
   }
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Reads a Node stream to its end: its bytes, or "too-large" past `max` (-1: keep nothing), after which up to
+ * `drainLimit` more bytes are read and dropped (so the client sees the answer) before the stream is
+ * destroyed. A stream that fails or closes before its end rejects, as a web stream's reader does.
+ */
+function readNode(stream: Readable, max: number, drainLimit: number): Promise<Buffer | "too-large"> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = max < 0;
+    const cleanup = () => {
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      stream.off("error", onError);
+      stream.off("close", onClose);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      size += buffer.length;
+      if (!over && size > max) {
+        over = true;
+        chunks.length = 0;
+      }
+      if (!over) {
+        chunks.push(buffer);
+        return;
+      }
+      if (size - Math.max(max, 0) > drainLimit) {
+        cleanup();
+        stream.destroy();
+        resolve("too-large");
+      }
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(over ? "too-large" : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = () => {
+      cleanup();
+      reject(new Error("the client closed the request before its body ended"));
+    };
+    stream.on("data", onData);
+    stream.on("end", onEnd);
+    stream.on("error", onError);
+    stream.on("close", onClose);
+  });
 }
 
 /** A JSON response whose body may be any JSON value (Hono's helper wants objects). */
