@@ -229,14 +229,22 @@ export class RefResolver {
   private pureReferenceLoop(pointer: string): string[] | undefined {
     const known = this.referenceLoops.get(pointer);
     if (known !== undefined) return known === null ? undefined : known;
+    // Linear in the chain: a Map for "seen", and every pointer on a chain that reaches a schema remembered,
+    // so a chain of n references costs n steps, not n² (or n³ over all its members).
     const chain: string[] = [];
+    const seen = new Map<string, number>();
     let current: string | undefined = pointer;
     let loop: string[] | undefined;
+    let loopStart = 0;
     while (current !== undefined) {
-      if (chain.includes(current)) {
-        loop = [...chain.slice(chain.indexOf(current)), current];
+      if (this.referenceLoops.get(current) === null) break; // reaches a schema from here on
+      const at = seen.get(current);
+      if (at !== undefined) {
+        loop = [...chain.slice(at), current];
+        loopStart = at;
         break;
       }
+      seen.set(current, chain.length);
       chain.push(current);
       const node = getAtPointer(this.root, current);
       if (!isPlainObject(node) || typeof node.$ref !== "string" || !node.$ref.startsWith("#")) break;
@@ -247,7 +255,11 @@ export class RefResolver {
         current = undefined;
       }
     }
-    this.referenceLoops.set(pointer, loop ?? null);
+    if (loop) {
+      // Pointers before the loop enter it where this one does; members of the loop see it from themselves.
+      for (const member of chain.slice(0, loopStart)) this.referenceLoops.set(member, loop);
+      this.referenceLoops.set(pointer, loop);
+    } else for (const member of chain) this.referenceLoops.set(member, null);
     return loop;
   }
 
