@@ -228,8 +228,9 @@ class FunctionSession implements AgentSession {
   async send(userMessage: string): Promise<AgentReply> {
     if (this.closed) throw agentError(`the agent session ${this.sessionId} is closed`);
     if (this.context.signal?.aborted) throw agentError("the test was cancelled");
-    // The calls made through the handle while answering are the engine history's new entries.
-    const seen = this.engine ? (await this.engine.history(this.sessionId)).length : 0;
+    // The calls made through the handle while answering are the engine history's new entries (counted from
+    // the last entry, and only the new ones read: never the whole history per message).
+    const seen = this.engine ? await this.engine.callCount(this.sessionId) : 0;
     let output: AgentFunctionOutput;
     try {
       output = await this.agent({
@@ -243,9 +244,11 @@ class FunctionSession implements AgentSession {
     } catch (error) {
       throw agentError(`the agent threw: ${(error as Error)?.message ?? String(error)}`, error);
     }
-    const executed = this.engine
-      ? recordsFromHistory((await this.engine.history(this.sessionId)).slice(seen))
-      : [];
+    const made = this.engine ? (await this.engine.callCount(this.sessionId)) - seen : 0;
+    const executed =
+      this.engine && made > 0
+        ? recordsFromHistory(await this.engine.store.history(this.sessionId, made))
+        : [];
     const reply = replyOf(output, executed);
     this.history.push({ role: "user", content: userMessage }, { role: "agent", content: reply.message });
     return reply;
