@@ -15,6 +15,44 @@ export interface ConversationResult {
   error?: string;
 }
 
+/** One user turn after the repetition guard: the message to send, or `repeated` when the run must end. */
+export interface GuardedUserTurn {
+  output: Awaited<ReturnType<SimulatedUser["turn"]>>;
+  redirected: boolean;
+  repeated: boolean;
+}
+
+/**
+ * Asks the user for its next message. A repeated message is not sent: the user is asked once for another
+ * one (its usage and actions added to the retry's), or, past the guard's redirects, the turn is `repeated`.
+ */
+export async function guardedUserTurn(
+  user: SimulatedUser,
+  conversation: ConversationMessage[],
+  budget: { turn: number; last: boolean },
+  guard: RepetitionGuard,
+): Promise<GuardedUserTurn> {
+  let output = await user.turn(conversation, { turn: budget.turn, last: budget.last });
+  let check = output.parsed.empty || output.parsed.stop ? undefined : guard.check(output.parsed.message);
+  let redirected = false;
+  if (check?.action === "redirect") {
+    redirected = true;
+    const again = await user.turn(conversation, {
+      turn: budget.turn,
+      last: budget.last,
+      notes: [check.instruction ?? ""],
+      attemptTag: "/redirect",
+    });
+    again.usage.inputTokens += output.usage.inputTokens;
+    again.usage.outputTokens += output.usage.outputTokens;
+    again.usage.calls += output.usage.calls;
+    again.actions.unshift(...output.actions);
+    output = again;
+    check = output.parsed.empty || output.parsed.stop ? undefined : guard.check(output.parsed.message);
+  }
+  return { output, redirected, repeated: check?.action === "end" };
+}
+
 /**
  * Plays one conversation: the user writes, the agent answers, until the user ends it with a token, the
  * same message comes twice (after one redirect when the scenario says `on_repeat: redirect`), the turn
@@ -43,25 +81,7 @@ export async function simulateConversation(options: {
     let repeated = false;
     const userStarted = performance.now();
     try {
-      output = await user.turn(conversation, { turn: budget.turn, last: budget.last });
-      // A repeated message is not sent: the user is asked once for another one, or the run ends.
-      let check = output.parsed.empty || output.parsed.stop ? undefined : guard.check(output.parsed.message);
-      if (check?.action === "redirect") {
-        redirected = true;
-        const again = await user.turn(conversation, {
-          turn: budget.turn,
-          last: budget.last,
-          notes: [check.instruction ?? ""],
-          attemptTag: "/redirect",
-        });
-        again.usage.inputTokens += output.usage.inputTokens;
-        again.usage.outputTokens += output.usage.outputTokens;
-        again.usage.calls += output.usage.calls;
-        again.actions.unshift(...output.actions);
-        output = again;
-        check = output.parsed.empty || output.parsed.stop ? undefined : guard.check(output.parsed.message);
-      }
-      repeated = check?.action === "end";
+      ({ output, redirected, repeated } = await guardedUserTurn(user, conversation, budget, guard));
     } catch (error) {
       return { turns, endReason: "user_error", error: `the user's model failed: ${errorMessage(error)}` };
     }

@@ -14,6 +14,7 @@ import { clip, clipValue, JUDGE_LIMITS, transcriptText } from "../judges/shared.
 import { DEFAULT_AGENT_TIMEOUT_MS, MAX_STORED_STATE_BYTES, withDeadline } from "../run/run-users.js";
 import { type TranscriptLine, USERS_RUN_SCHEMA_VERSION } from "../run/transcript.js";
 import { loadScenarios, parseScenario, type Scenario } from "../scenario/load.js";
+import { guardedUserTurn } from "../simulator/conversation-loop.js";
 import { UserToolFactory } from "../simulator/toolbox.js";
 import { SimulatedUser, seedNumber } from "../simulator/user.js";
 import { checkTurnBudget, RepetitionGuard } from "../turns/index.js";
@@ -343,26 +344,12 @@ class TestRun {
       let redirected = false;
       let repeated = false;
       try {
-        output = await user.turn(this.conversation, { turn: budget.turn, last: budget.last });
-        let check =
-          output.parsed.empty || output.parsed.stop ? undefined : this.guard.check(output.parsed.message);
-        if (check?.action === "redirect") {
-          redirected = true;
-          const again = await user.turn(this.conversation, {
-            turn: budget.turn,
-            last: budget.last,
-            notes: [check.instruction ?? ""],
-            attemptTag: "/redirect",
-          });
-          again.usage.inputTokens += output.usage.inputTokens;
-          again.usage.outputTokens += output.usage.outputTokens;
-          again.usage.calls += output.usage.calls;
-          again.actions.unshift(...output.actions);
-          output = again;
-          check =
-            output.parsed.empty || output.parsed.stop ? undefined : this.guard.check(output.parsed.message);
-        }
-        repeated = check?.action === "end";
+        ({ output, redirected, repeated } = await guardedUserTurn(
+          user,
+          this.conversation,
+          budget,
+          this.guard,
+        ));
       } catch (cause) {
         this.ended = { reason: "user_error", why: "the user's model failed" };
         return errored(`the user's model failed: ${messageOf(cause)}`);
