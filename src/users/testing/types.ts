@@ -7,8 +7,9 @@
 import type { TerrariumConfig } from "../../models/config.js";
 import type { Models } from "../../models/hub.js";
 import type { HttpAgentConfig } from "../agents/http-config.js";
+import type { ModuleAgentInput, ModuleAgentOutput } from "../agents/module.js";
 import type { AgentTarget } from "../agents/types.js";
-import type { AgentToolCallRecord, ConversationMessage, EndReason, TurnRecord } from "../conversation.js";
+import type { AgentToolCallRecord, EndReason, TurnRecord } from "../conversation.js";
 import type { Scenario } from "../scenario/load.js";
 
 /** `expect_reply`: a regular expression (JavaScript syntax) the agent's last reply must (not) match. */
@@ -147,33 +148,17 @@ export interface AgentToolCallOutcome {
   errors: unknown[];
 }
 
-export interface AgentFunctionInput {
-  message: string;
-  /** The conversation before this message. */
-  history: ConversationMessage[];
-  sessionId: string;
-  runId: string;
-  scenario: Scenario;
+/** What an in-process agent is given: a module agent's input and the handle on its tools. */
+export interface AgentFunctionInput extends ModuleAgentInput {
   tools: AgentToolsHandle;
 }
 
-export type AgentFunctionOutput =
-  | string
-  | {
-      message: string;
-      /**
-       * Calls the agent made outside `tools.call` (they count, as for coverage); calls made through
-       * `tools.call` are recorded already and need not be repeated here.
-       */
-      toolCalls?: Array<{
-        name?: string;
-        tool?: string;
-        arguments?: unknown;
-        result?: unknown;
-        status?: string;
-      }>;
-      usage?: { inputTokens?: number; outputTokens?: number };
-    };
+/**
+ * What an in-process agent answers: the same as a module agent (`module:`), the reply text or the text with
+ * the calls it made outside `tools.call` (they count, as for coverage) and its usage. Calls made through
+ * `tools.call` are recorded already and need not be repeated.
+ */
+export type AgentFunctionOutput = ModuleAgentOutput;
 
 /** An agent in this process. */
 export type AgentFunction = (input: AgentFunctionInput) => AgentFunctionOutput | Promise<AgentFunctionOutput>;
