@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { TerrariumError } from "../../../core/errors.js";
-import { loadConfig } from "../../../models/config.js";
+import { loadConfig, type TerrariumConfig } from "../../../models/config.js";
 import { Models } from "../../../models/hub.js";
 import { openRedisQueue, type RedisJobQueue } from "../../../queue/index.js";
 import { checkUsersThresholds, parseThresholds, type Threshold } from "../../../users/metrics/index.js";
@@ -90,6 +90,24 @@ export function usersRunRoles(
   if (fromCommandLine && !roles.default)
     for (const role of ["user", ...JUDGE_ROLES]) roles[role] ??= fromCommandLine;
   return roles;
+}
+
+/**
+ * The models of a `users run` or `users test`: the config (the global --config) with the model flags' roles;
+ * also the config as read and the roles, for what is handed to workers.
+ */
+export function usersModels(
+  command: Command,
+  options: { userModel?: string; judgeModel?: string; agent: string },
+): { models: Models; config: TerrariumConfig; roles: Record<string, string> } {
+  const configPath = command.optsWithGlobals().config as string | undefined;
+  const { config } = loadConfig(configPath ? { path: configPath } : {});
+  const roles = usersRunRoles(config.roles, options);
+  const models = new Models({
+    config: { ...config, roles },
+    modelFlags: ["--user-model <provider:model>", "--judge-model <provider:model>"],
+  });
+  return { models, config, roles };
 }
 
 export function registerUsersRunCommand(
@@ -191,13 +209,7 @@ starts no new run and keeps unfinished ones for --resume).
       const scenarios = loadScenarios(options.scenarios);
       const onQueue = options.queue !== undefined && options.queue !== "local";
       checkMode(options.mode, options.agent.startsWith("browser:"), onQueue);
-      const configPath = command.optsWithGlobals().config as string | undefined;
-      const { config } = loadConfig(configPath ? { path: configPath } : {});
-      const roles = usersRunRoles(config.roles, options);
-      const models = new Models({
-        config: { ...config, roles },
-        modelFlags: ["--user-model <provider:model>", "--judge-model <provider:model>"],
-      });
+      const { models, config, roles } = usersModels(command, options);
       const interrupt = interruptOnSignals(io, "the runs");
       const agentTimeoutMs = options.agentTimeout * 1000;
       try {

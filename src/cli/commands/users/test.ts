@@ -2,8 +2,6 @@ import { isAbsolute, relative } from "node:path";
 import type { Command } from "commander";
 import pc from "picocolors";
 import { TerrariumError } from "../../../core/errors.js";
-import { loadConfig } from "../../../models/config.js";
-import { Models } from "../../../models/hub.js";
 import {
   collectScenarioTests,
   runScenarioTests,
@@ -17,7 +15,7 @@ import {
   parsePositiveInteger,
   parsePositiveSeconds,
 } from "../../io.js";
-import { usersRunRoles } from "./run.js";
+import { usersModels } from "./run.js";
 
 /** Where a test run goes when --out is not given (replaced by the next run, never anything else). */
 export const DEFAULT_TEST_OUT = ".terrarium/test-results";
@@ -155,13 +153,7 @@ JUnit file is written).
       const loaded = collectScenarioTests(paths, cwd);
       for (const { file, reason } of loaded.skipped)
         io.stderr.write(`skipped ${shown(file, cwd)}: ${reason}\n`);
-      const configPath = command.optsWithGlobals().config as string | undefined;
-      const { config } = loadConfig(configPath ? { path: configPath } : {});
-      const roles = usersRunRoles(config.roles, options);
-      const models = new Models({
-        config: { ...config, roles },
-        modelFlags: ["--user-model <provider:model>", "--judge-model <provider:model>"],
-      });
+      const { models } = usersModels(command, options);
       // A model named on the command line is checked (provider, key) now; a test that needs a model
       // when none is configured errors on its own, and the others run.
       if (options.userModel) await models.backend(options.userModel);
