@@ -5,6 +5,7 @@
  */
 import { createServer } from "node:http";
 import { startServer } from "../src/server/start.js";
+import { runChild, serveUntilStdinEnds } from "./child-server.js";
 
 const options = JSON.parse(process.argv[2] ?? "{}") as { echo?: boolean; sources?: string[]; db?: string };
 
@@ -40,14 +41,7 @@ async function main(): Promise<void> {
     port = Number(new URL(server.url).port);
     close = () => server.close({ drainTimeoutMs: 0 });
   }
-  process.stdout.write(`${JSON.stringify({ port })}\n`);
-  process.stdin.resume();
-  process.stdin.on("end", () => {
-    void close().finally(() => process.exit(0));
-  });
+  serveUntilStdinEnds(port, close);
 }
 
-main().catch((error) => {
-  process.stderr.write(`${(error as Error).stack ?? error}\n`);
-  process.exit(1);
-});
+runChild(main);

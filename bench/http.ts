@@ -12,15 +12,14 @@
  *
  * `--only=calls|long|replicas` runs one part; `--quick` shortens the rounds (a smoke run, noisier).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createScratchDatabase } from "../src/sessions/index.js";
+import { type ChildServer, spawnNodeServer } from "./child-server.js";
 import { type BenchResult, median } from "./report.js";
 
-const ROOT = join(import.meta.dirname, "..");
 const CLIENTS = 8;
 
 function flag(name: string): string | undefined {
@@ -38,36 +37,9 @@ const ROUNDS = QUICK ? 3 : 5;
 const ONLY = flag("only");
 const part = (name: "calls" | "long" | "replicas") => !ONLY || ONLY === name;
 
-interface Child {
-  port: number;
-  stop: () => Promise<void>;
-}
-
 /** A server of bench/http-child.ts: echo, or `startServer` with `sources` and `db`. */
-async function spawnServer(options: { echo?: boolean; sources?: string[]; db?: string }): Promise<Child> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ["--import", "tsx", join(ROOT, "bench", "http-child.ts"), JSON.stringify(options)],
-    { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] },
-  );
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let text = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      text += chunk.toString("utf8");
-      const line = text.split("\n")[0];
-      if (text.includes("\n") && line) resolve((JSON.parse(line) as { port: number }).port);
-    });
-    child.once("exit", (code) => reject(new Error(`the bench server exited (${code}) before listening`)));
-  });
-  return {
-    port,
-    stop: async () => {
-      child.stdin?.end();
-      await exited;
-    },
-  };
-}
+const spawnServer = (options: { echo?: boolean; sources?: string[]; db?: string }): Promise<ChildServer> =>
+  spawnNodeServer("http-child.ts", options);
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -189,7 +161,7 @@ export async function benchHttp(): Promise<BenchResult> {
   const folder = mkdtempSync(join(tmpdir(), "terrarium-bench-http-"));
   const rows: Row[] = [];
   const notes: string[] = [];
-  const children: Child[] = [];
+  const children: ChildServer[] = [];
   const start = async (options: Parameters<typeof spawnServer>[0]) => {
     const child = await spawnServer(options);
     children.push(child);
@@ -302,7 +274,7 @@ export async function benchHttp(): Promise<BenchResult> {
  * The cost of a write late in a session against its first 1,000 (one client, calls in order, SQLite):
  * the time of the last 1,000 writes over the time of the first 1,000 (so checkpoints count, amortised).
  */
-async function longSession(server: Child): Promise<Row> {
+async function longSession(server: ChildServer): Promise<Row> {
   const long = flag("long") !== undefined || process.env.TERRARIUM_BENCH_LONG === "1";
   const writes = long ? 100_000 : QUICK ? 2_000 : 3_000;
   const window = 1_000;
@@ -348,21 +320,21 @@ async function longSession(server: Child): Promise<Row> {
 async function replicas(
   url: string,
   sqliteFile: string,
-  start: (options: { sources: string[]; db?: string }) => Promise<Child>,
+  start: (options: { sources: string[]; db?: string }) => Promise<ChildServer>,
 ): Promise<Row[]> {
   const clients = 16;
   const scratch = await createScratchDatabase(url, "terrarium_bench");
   try {
     const sqlite = await start({ sources: ["bank"], db: sqliteFile });
     // Started one after another: the first migrates, the others find the layout in place.
-    const pg: Child[] = [];
+    const pg: ChildServer[] = [];
     for (let i = 0; i < 3; i++) pg.push(await start({ sources: ["bank"], db: scratch.url }));
-    const setups: Child[][] = [[sqlite], pg.slice(0, 1), pg.slice(0, 2), pg.slice(0, 3)];
+    const setups: ChildServer[][] = [[sqlite], pg.slice(0, 1), pg.slice(0, 2), pg.slice(0, 3)];
     const sessions = await Promise.all(
       setups.map((servers) =>
         Promise.all(
           Array.from({ length: clients }, async (_, s) => {
-            const home = servers[s % servers.length] as Child;
+            const home = servers[s % servers.length] as ChildServer;
             return ((await postOk(home.port, "/sessions", {})) as { id: string }).id;
           }),
         ),
@@ -373,7 +345,7 @@ async function replicas(
         const ids = sessions[i] as string[];
         return drive(
           (worker, n) => ({
-            port: (servers[(worker + n) % servers.length] as Child).port,
+            port: (servers[(worker + n) % servers.length] as ChildServer).port,
             path: `/sessions/${ids[worker]}/calls`,
             body: transferBody(n),
           }),

@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { WebSocketServer } from "ws";
 import { startServer } from "../src/server/start.js";
+import { runChild, serveUntilStdinEnds } from "./child-server.js";
 
 const options = JSON.parse(process.argv[2] ?? "{}") as { echo?: string; sources?: string[] };
 
@@ -43,14 +44,7 @@ async function main(): Promise<void> {
     port = Number(new URL(server.url).port);
     close = () => server.close({ drainTimeoutMs: 0 });
   }
-  process.stdout.write(`${JSON.stringify({ port })}\n`);
-  process.stdin.resume();
-  process.stdin.on("end", () => {
-    void close().finally(() => process.exit(0));
-  });
+  serveUntilStdinEnds(port, close);
 }
 
-main().catch((error) => {
-  process.stderr.write(`${(error as Error).stack ?? error}\n`);
-  process.exit(1);
-});
+runChild(main);

@@ -7,11 +7,12 @@
  * and per-step executor) driven by the same clients. Subjects take turns round by round; medians compared.
  * Every server runs in a process of its own, the clients here.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocket } from "ws";
+import { type ChildServer, spawnNodeServer, spawnServer } from "./child-server.js";
 import { type BenchResult, median } from "./report.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -22,40 +23,7 @@ const ROUNDS = QUICK ? 3 : 5;
 const WARM_UP_MS = QUICK ? 500 : 3000;
 const PYTHON_PACKAGES = "python3-fastapi python3-uvicorn python3-websockets";
 
-interface Server {
-  port: number;
-  stop: () => Promise<void>;
-}
-
-/** A child process that prints `{"port": n}` once listening and exits when its stdin closes. */
-async function spawnServer(command: string, args: string[]): Promise<Server> {
-  const child: ChildProcess = spawn(command, args, { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const port = await new Promise<number>((resolve, reject) => {
-    let text = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      text += chunk.toString("utf8");
-      const line = text.split("\n")[0];
-      if (text.includes("\n") && line) resolve((JSON.parse(line) as { port: number }).port);
-    });
-    child.once("exit", (code) => reject(new Error(`${command} exited (${code}) before listening`)));
-  });
-  return {
-    port,
-    stop: async () => {
-      child.stdin?.end();
-      await exited;
-    },
-  };
-}
-
-const nodeServer = (options: Record<string, unknown>) =>
-  spawnServer(process.execPath, [
-    "--import",
-    "tsx",
-    join(ROOT, "bench", "rl-child.ts"),
-    JSON.stringify(options),
-  ]);
+const nodeServer = (options: Record<string, unknown>) => spawnNodeServer("rl-child.ts", options);
 
 /** A Python 3 that has the baseline's packages, or why there is none. */
 function findPython(): { python: string } | { skipped: string } {
@@ -167,7 +135,7 @@ async function connectAll(url: string): Promise<Client[]> {
 
 export async function benchRl(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), "terrarium-bench-rl-"));
-  const servers: Server[] = [];
+  const servers: ChildServer[] = [];
   const subjects: Subject[] = [];
   try {
     const retailStep = retailSteps();
