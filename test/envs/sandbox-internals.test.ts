@@ -156,8 +156,8 @@ describe("sandbox: the engine's own text stays in the log", () => {
 });
 
 const pools: SandboxPool[] = [];
-function realPool(size: number): SandboxPool {
-  const made = new SandboxPool({ size });
+function realPool(size: number, options: { inlineMs?: number } = {}): SandboxPool {
+  const made = new SandboxPool({ size, ...options });
   pools.push(made);
   return made;
 }
@@ -261,7 +261,8 @@ describe("sandbox: real engine failures stay in the log", () => {
   });
 
   it("answers a call whose worker thread died generically, and runs the next call in a new worker", async () => {
-    const workers = realPool(1);
+    // Every call in a worker (no inline calls), so that the next call shows the replacement worker.
+    const workers = realPool(1, { inlineMs: 0 });
     await workers.warm();
     const logged: string[] = [];
     const environment = defineSandboxedEnvironment(

@@ -34,10 +34,15 @@ import { HeapSnapshot } from "./snapshot.js";
  * QuickJS may then hold objects it can no longer free.
  */
 
-/** What a guest call needs: the tool's source (a function expression) and the JSON of `{state, args}`. */
+/**
+ * What a guest call needs: the tool's source (a function expression) and the JSON of `{state, args}`, or
+ * the state and arguments themselves (`values`, JSON values: a call run in this thread reads them without
+ * a round trip through text; see requestInput).
+ */
 export interface GuestRequest {
   code: string;
-  input: string;
+  input?: string;
+  values?: { state: unknown; args: unknown };
   /** Clock readings, random numbers and ids drawn ahead (sources.ts): the guest takes these first. */
   tapes?: SourceTapes;
   /**
@@ -45,6 +50,14 @@ export interface GuestRequest {
    * the state then reaches the guest as a lazy draft, read a part at a time (LazyState).
    */
   changes?: boolean;
+}
+
+/** The request's `{state, args}` as JSON text (what a worker gets). */
+export function requestInput(request: GuestRequest): string {
+  if (request.input !== undefined) return request.input;
+  const values = request.values;
+  if (!values) throw new Error("a guest request needs its input or its values");
+  return `{"state":${JSON.stringify(values.state)},"args":${JSON.stringify(values.args)}}`;
 }
 
 /** The host's side of `ctx`: the instance's clock and seeded sources. */
@@ -136,6 +149,11 @@ export function sandboxEngine(): Promise<SandboxEngine> {
     });
   }
   return loading;
+}
+
+/** This thread's engine when it is loaded and usable now, without waiting (pool.ts's inline calls). */
+export function loadedEngine(): SandboxEngine | undefined {
+  return current;
 }
 
 export class SandboxEngine {
@@ -311,7 +329,7 @@ export class SandboxEngine {
       this.warm.free = { size, bytes: this.heap.freeSpace() };
     }
     const free = this.warm.free.bytes;
-    const state = LazyState.from(request.input, guestTape(request.tapes), request.changes === true);
+    const state = LazyState.of(request, guestTape(request.tapes));
     const call: ActiveCall = { host, pace, deadline: Number.POSITIVE_INFINITY, timedOut: false, state };
     this.active = call;
     let release: (() => void) | undefined;
@@ -449,6 +467,24 @@ class LazyState {
   private constructor(root: Record<string, unknown>, args: unknown, tape: GuestTape | undefined) {
     this.parts[0] = root;
     this.input = JSON.stringify({ args, root: this.entries(root), tape });
+  }
+
+  /**
+   * From the request's values, or its `{state, args}` text. When the state is not an object (or the
+   * request does not ask for changes) it goes whole, as `{state, args, tape}` (`input` holds that text).
+   */
+  static of(
+    request: GuestRequest,
+    tape: GuestTape | undefined,
+  ): LazyState | { input: string; load?: undefined } {
+    const lazy = request.changes === true;
+    const values = request.input === undefined ? request.values : undefined;
+    if (!values) return LazyState.from(requestInput(request), tape, lazy);
+    if (lazy && isPlainObject(values.state)) {
+      return new LazyState(values.state as Record<string, unknown>, values.args, tape);
+    }
+    if (!tape) return { input: requestInput(request) };
+    return { input: JSON.stringify({ state: values.state, args: values.args, tape }) };
   }
 
   /**

@@ -12,16 +12,20 @@ import {
   type GuestLimits,
   type GuestOutcome,
   type GuestRequest,
+  loadedEngine,
+  requestInput,
+  sandboxEngine,
 } from "./engine.js";
 import type {
   HostAnswer,
   HostCall,
   RunMessage,
   SandboxWorkerData,
+  SourceTapes,
   SourceUse,
   WorkerMessage,
 } from "./protocol.js";
-import { SourceLease } from "./sources.js";
+import { MAX_AHEAD, SourceLease } from "./sources.js";
 
 /**
  * Sandboxed tool calls run in worker threads, so that a tool that loops or allocates holds one worker,
@@ -44,6 +48,17 @@ import { SourceLease } from "./sources.js";
  * `graceMs` after the limit (a thread starved of CPU, a stall inside the engine), the host terminates the
  * worker, answers the call with the time-limit error and starts a replacement when one is needed.
  *
+ * Inline calls. Handing a call to a worker and back costs more than a small tool's whole run (two
+ * messages, two thread wake-ups, the state as text both ways), so a call from an environment (values drawn
+ * ahead, a SourceLease) is first run in this thread's own engine, with a budget of `inlineMs` instead of
+ * its time limit: the interrupt handler stops it there, so it holds the event loop at most that long. Its
+ * answer is taken only when the call ended on its own within the budget and took nothing beyond the
+ * values drawn for it; otherwise (budget spent, tapes run out, memory limit, an engine failure) nothing of
+ * that run is kept (the engine restores its snapshot, the sources were not touched) and the call runs in a
+ * worker with its full limits and the same values, so the answer is the one a worker alone would give.
+ * A tool whose inline run was declined (or took longer than its budget) goes straight to a worker for its
+ * next `OFFLOAD_CALLS` calls, so a slow or hostile tool costs this thread one budget now and then.
+ *
  * Engine failures. A worker whose engine failed during a call (an abort, a WebAssembly trap) is replaced
  * at once rather than reused; a worker that crashed or exited is dropped and replaced on demand. The
  * engine's own text travels to the host only as the call's outcome, and quickjs.ts logs it instead of
@@ -61,6 +76,11 @@ export interface SandboxPoolOptions {
   graceMs?: number;
   /** Workers beyond `size` stop after this long without work (default 5000 ms). */
   idleMs?: number;
+  /**
+   * Budget in ms for running a call in this thread before it is handed to a worker (default 2; 0: every
+   * call runs in a worker). See "Inline calls" above.
+   */
+  inlineMs?: number;
   /** Where the reason the engine could not start is logged (default: stderr); callers get a generic error. */
   log?: (line: string) => void;
 }
@@ -75,6 +95,9 @@ export interface SandboxPoolStats {
   retired: number;
   /** Workers started since the pool was made. */
   started: number;
+  /** Calls answered in this thread (inline), and calls tried inline and then handed to a worker. */
+  inline: number;
+  declined: number;
 }
 
 interface Job {
@@ -109,6 +132,11 @@ export class SandboxPool {
   private readonly slowAfterMs: number;
   private readonly graceMs: number;
   private readonly idleMs: number;
+  private readonly inlineMs: number;
+  /** Code of tools whose next calls go straight to a worker, with how many calls are left. */
+  private readonly offloaded = new Map<string, number>();
+  private inline = 0;
+  private declined = 0;
   private readonly log: (line: string) => void;
   private readonly slots = new Set<Slot>();
   private readonly queue: Job[] = [];
@@ -134,6 +162,7 @@ export class SandboxPool {
     this.slowAfterMs = nonNegative("slowAfterMs", options.slowAfterMs ?? 50);
     this.graceMs = nonNegative("graceMs", options.graceMs ?? 500);
     this.idleMs = nonNegative("idleMs", options.idleMs ?? 5000);
+    this.inlineMs = nonNegative("inlineMs", options.inlineMs ?? DEFAULT_INLINE_MS);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
   }
 
@@ -143,10 +172,69 @@ export class SandboxPool {
    */
   run(request: GuestRequest, host: GuestHost | SourceLease, limits: GuestLimits): Promise<GuestOutcome> {
     if (this.closed) return Promise.reject(new TerrariumError("INTERNAL", "the sandbox pool is closed"));
+    if (host instanceof SourceLease && this.inlineMs > 0) {
+      const outcome = this.runInline(request, host, limits);
+      if (outcome) return Promise.resolve(outcome);
+    }
     return new Promise((resolve) => {
       this.queue.push({ request, host, limits, resolve });
       this.pump();
     });
+  }
+
+  /**
+   * Runs a call in this thread's engine within the inline budget (see "Inline calls" above); undefined
+   * when the call is to run in a worker instead. Nothing of a declined run is kept.
+   */
+  private runInline(
+    request: GuestRequest,
+    lease: SourceLease,
+    limits: GuestLimits,
+  ): GuestOutcome | undefined {
+    const engine = loadedEngine();
+    if (!engine) {
+      // Loaded for the next calls (after a warm-up that did not load it, or an engine dropped by a failure).
+      sandboxEngine().catch(() => undefined);
+      return undefined;
+    }
+    const left = this.offloaded.get(request.code);
+    if (left !== undefined) {
+      if (left <= 1) this.offloaded.delete(request.code);
+      else this.offloaded.set(request.code, left - 1);
+      return undefined;
+    }
+    const tapes = lease.draw();
+    const budget = Math.min(this.inlineMs, limits.timeLimitMs);
+    const host = new TapeHost(tapes);
+    const started = performance.now();
+    const raw = engine.execute({ ...request, tapes }, host, {
+      timeLimitMs: budget,
+      memoryLimitBytes: limits.memoryLimitBytes,
+    });
+    const elapsed = performance.now() - started;
+    const final =
+      raw.kind === "ran" && !host.exhausted && !raw.memory && (!raw.timedOut || budget >= limits.timeLimitMs);
+    // A run that took longer than its budget (a long stretch inside one built-in, or this thread was
+    // descheduled) is kept when it finished, but the tool's next calls go to a worker. Values that ran out
+    // are drawn in larger numbers next time (the forecast), unless no more can be drawn ahead.
+    if ((!final && !host.exhausted) || host.exhausted === "always" || elapsed > 2 * budget)
+      this.offload(request.code);
+    if (!final) {
+      this.declined++;
+      return undefined;
+    }
+    this.inline++;
+    lease.settle(raw.used);
+    return classify(raw);
+  }
+
+  private offload(code: string): void {
+    // Bounded: the oldest entry goes first (its tool is tried inline again, once).
+    if (this.offloaded.size >= MAX_OFFLOADED && !this.offloaded.has(code)) {
+      const oldest = this.offloaded.keys().next();
+      if (!oldest.done) this.offloaded.delete(oldest.value);
+    }
+    this.offloaded.set(code, OFFLOAD_CALLS);
   }
 
   /** Starts the `size` workers and waits until one runs a call (errors surface here). */
@@ -162,8 +250,10 @@ export class SandboxPool {
   }
 
   private async tryWarm(): Promise<void> {
-    // All `size` workers load now, in parallel, so that the first calls do not wait for them.
+    // All `size` workers load now, in parallel, so that the first calls do not wait for them; so does
+    // this thread's engine for inline calls (without it every call runs in a worker).
     while (this.slots.size < this.size) this.spawn();
+    const local = this.inlineMs > 0 ? sandboxEngine().catch(() => undefined) : undefined;
     const outcome = await this.run({ code: "() => null", input: '{"state":{},"args":{}}' }, IDLE_HOST, {
       timeLimitMs: 10_000,
       memoryLimitBytes: 16 * 1024 * 1024,
@@ -174,6 +264,7 @@ export class SandboxPool {
       this.log(`terrarium: sandbox: the QuickJS sandbox could not start: ${detail}`);
       throw new TerrariumError("INTERNAL", "the QuickJS sandbox could not start (the server's log says why)");
     }
+    await local;
   }
 
   stats(): SandboxPoolStats {
@@ -186,6 +277,8 @@ export class SandboxPool {
       terminated: this.terminated,
       retired: this.retired,
       started: this.started,
+      inline: this.inline,
+      declined: this.declined,
     };
   }
 
@@ -269,7 +362,7 @@ export class SandboxPool {
       type: "run",
       id: slot.jobId,
       code: job.request.code,
-      input: job.request.input,
+      input: requestInput(job.request),
       timeLimitMs: job.limits.timeLimitMs,
       memoryLimitBytes: job.limits.memoryLimitBytes,
       ...(job.request.changes ? { changes: true } : {}),
@@ -435,6 +528,45 @@ export class SandboxPool {
 }
 
 const START_TIMEOUT_MS = 30_000;
+const DEFAULT_INLINE_MS = 2;
+/** Calls of a tool sent straight to a worker after its inline run was declined. */
+const OFFLOAD_CALLS = 100;
+const MAX_OFFLOADED = 1000;
+
+/**
+ * The host of an inline call: only the values drawn ahead. Once a tape has run out the call is handed to a
+ * worker (whose host asks the instance's sources), so an inline run never draws from them itself. The
+ * system clock is read here, as a worker reads it.
+ */
+class TapeHost implements GuestHost {
+  /** Whether a tape ran out: "always" when it could not have been longer (see runInline). */
+  exhausted: false | "now" | "always" = false;
+
+  constructor(private readonly tapes: SourceTapes) {}
+
+  now(): string {
+    return new Date(this.clock()).toISOString();
+  }
+
+  clock(): number {
+    const clock = this.tapes.clock;
+    if (clock === "system") return Date.now();
+    return this.runOut(clock);
+  }
+
+  random(): number {
+    return this.runOut(this.tapes.random);
+  }
+
+  id(): string {
+    return this.runOut(this.tapes.ids);
+  }
+
+  private runOut(tape: unknown[] | undefined): never {
+    if (this.exhausted !== "always") this.exhausted = !tape || tape.length >= MAX_AHEAD ? "always" : "now";
+    throw new Error("the values drawn for this call ran out");
+  }
+}
 
 const IDLE_HOST: GuestHost = {
   now: () => new Date(0).toISOString(),

@@ -7,7 +7,7 @@ import { formatPointer } from "../../core/json-pointer.js";
 import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementation } from "../define.js";
 import { unchangedDraftBase } from "../draft.js";
 import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
-import type { GuestLimits, GuestOutcome } from "./engine.js";
+import type { GuestLimits, GuestOutcome, GuestRequest } from "./engine.js";
 import { type SandboxPool, sandboxPool } from "./pool.js";
 import { type SourceForecast, SourceLease } from "./sources.js";
 
@@ -161,16 +161,8 @@ class SandboxedInstance implements EnvironmentInstance {
     private readonly inner: EnvironmentInstance,
   ) {}
 
-  async step(call: { name: string; arguments?: unknown }): Promise<Transition> {
-    // The state's JSON is made here from the immutable state, not by the tool from its draft (whose every
-    // read goes through a proxy). defineEnvironment calls the tool before its first await, so the text is
-    // taken in the same synchronous stretch and can belong to no other call.
-    stagedState = JSON.stringify(await this.inner.state());
-    try {
-      return this.inner.step(call);
-    } finally {
-      stagedState = undefined;
-    }
+  step(call: { name: string; arguments?: unknown }): Promise<Transition> {
+    return this.inner.step(call);
   }
 
   state(): Promise<unknown> {
@@ -191,8 +183,8 @@ class SandboxedInstance implements EnvironmentInstance {
   }
 }
 
-/** The JSON of the state of the step being started (see SandboxedInstance.step). */
-let stagedState: string | undefined;
+/** Fewest clock readings, random numbers and ids drawn ahead for a call. */
+const MIN_AHEAD = 4;
 
 /** Logs a failure of the engine: the tool's name, what failed, and the engine's own text. */
 type Report = (tool: string, what: string, detail: string) => void;
@@ -204,19 +196,33 @@ function sandboxedRun(
   report: Report,
 ) {
   // How many clock readings, random numbers and ids to draw ahead: what the tool's last call took.
-  let forecast: SourceForecast = { clock: 1, random: 1, ids: 1 };
+  // At least a few of each: unused random numbers and ids are kept for the next call and clock readings
+  // are read ahead on a clone, so drawing too many costs little, while too few sends an inline call to a
+  // worker (pool.ts).
+  let forecast: SourceForecast = { clock: MIN_AHEAD, random: MIN_AHEAD, ids: MIN_AHEAD };
   return async ({ state, args, clock, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
-    // Without a staged text (a tool called outside SandboxedInstance.step) the draft's immutable base is
-    // used when the draft is still unchanged, the draft itself otherwise.
-    const stateText = stagedState ?? JSON.stringify(unchangedDraftBase(state) ?? state);
-    stagedState = undefined;
+    // The state as the step started: the draft's immutable base (read directly, never through the draft's
+    // proxies; made into text only for a worker). A draft already changed (a tool called from another
+    // tool's code) is taken as text now, as it is at this moment.
+    const base = unchangedDraftBase(state);
+    const request: GuestRequest =
+      base !== undefined
+        ? { code: tool.code, values: { state: base, args }, changes: true }
+        : {
+            code: tool.code,
+            input: `{"state":${JSON.stringify(state)},"args":${JSON.stringify(args)}}`,
+            changes: true,
+          };
     const lease = new SourceLease({ clock, random, ids }, forecast);
-    const outcome = await pool().run(
-      { code: tool.code, input: `{"state":${stateText},"args":${JSON.stringify(args)}}`, changes: true },
-      lease,
-      limits,
-    );
-    if (lease.used) forecast = lease.used;
+    const outcome = await pool().run(request, lease, limits);
+    const used = lease.used;
+    if (used) {
+      forecast = {
+        clock: Math.max(MIN_AHEAD, used.clock),
+        random: Math.max(MIN_AHEAD, used.random),
+        ids: Math.max(MIN_AHEAD, used.ids),
+      };
+    }
     return settle(outcome, state, limits, (what, detail) => report(tool.name, what, detail));
   };
 }

@@ -20,7 +20,7 @@ import type { SourceTapes, SourceUse } from "./protocol.js";
  */
 
 /** Most values of one kind drawn ahead for a call. */
-const MAX_AHEAD = 64;
+export const MAX_AHEAD = 64;
 
 const spareRandom = new WeakMap<Random, number[]>();
 const spareIds = new WeakMap<IdGenerator, string[]>();
@@ -54,8 +54,12 @@ export class SourceLease implements GuestHost {
     private readonly forecast: SourceForecast,
   ) {}
 
-  /** Draws the tapes; called when the call is handed to a worker. */
+  /**
+   * Draws the tapes; called when the call starts. Drawn once per call: a call that the pool first tries in
+   * its own thread and then hands to a worker (pool.ts) gets the same values in both.
+   */
   draw(): SourceTapes {
+    if (this.tapes) return this.tapes;
     const { clock, random, ids } = this.sources;
     const tapes: SourceTapes = { random: [], ids: [] };
     const wantRandom = Math.min(MAX_AHEAD, this.forecast.random);
