@@ -66,101 +66,83 @@ const MIGRATIONS: Array<{ version: number; description: string; sql: string }> =
 ];
 
 /**
- * The hot path's two functions: taking a session's lock and reading what a call needs (one round trip),
- * and writing a step (one round trip). They are code, not layout: defined again at every start (under
- * the migration lock), with the version in their names so that replicas of two terrarium versions each
- * call their own during a rolling upgrade. Both are VOLATILE plpgsql: in READ COMMITTED each statement in
- * them takes a new snapshot, so what follows a lock wait sees what the holder before committed.
+ * The hot path's function: taking a session's lock and reading what a call needs, in one round trip. It
+ * is code, not layout: defined again at every start (under the migration lock), with the version in its
+ * name so that replicas of two terrarium versions each call their own during a rolling upgrade (v1, the
+ * function of the version before, took the same locks). VOLATILE plpgsql: in READ COMMITTED each statement
+ * in it takes a new snapshot, so what follows the lock wait sees what the holder before committed.
+ *
+ * The caller says what it has cached (the session row's sequence number, its latest snapshot's index, its
+ * last call's index); the common answer is then one row of a few numbers. Only when the cache is behind
+ * does it carry the snapshots since the cached one (their changes, or their checkpoint), and, when the
+ * cache is cold or far behind, the chain since the latest checkpoint: never more than that chain.
  */
 const FUNCTIONS_SQL = `
-CREATE OR REPLACE FUNCTION terrarium_lock_v1(
-  p_session TEXT, p_known INTEGER, p_chain_known BOOLEAN, p_known_entry INTEGER)
-RETURNS TABLE (seq BIGINT, record TEXT, idx INTEGER, at TEXT, reason TEXT, checkpoint TEXT, changes TEXT,
-               next_entry INTEGER, last_at TEXT, base_idx INTEGER, base_checkpoint TEXT, base_size INTEGER,
-               chain_n INTEGER, chain_bytes BIGINT, catchup TEXT[])
+CREATE OR REPLACE FUNCTION terrarium_lock_v2(
+  p_session TEXT, p_seq BIGINT, p_known INTEGER, p_known_entry INTEGER,
+  OUT o_seq BIGINT, OUT o_record TEXT, OUT o_idx INTEGER, OUT o_at TEXT, OUT o_reason TEXT,
+  OUT o_next_entry INTEGER, OUT o_last_at TEXT, OUT o_from INTEGER,
+  OUT o_checkpoints TEXT[], OUT o_sizes INTEGER[], OUT o_changes TEXT[])
 LANGUAGE plpgsql VOLATILE AS $fn$
-#variable_conflict use_column
+DECLARE
+  v_from INTEGER;
 BEGIN
   PERFORM pg_advisory_lock(hashtextextended(p_session, 0));
   -- A step that released the lock may not have committed yet: wait until it has.
   PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_session, 1));
-  -- What the caller does not know already (it says what it has cached): the chain since the last
-  -- checkpoint, the changes from its cached snapshot (or that checkpoint) to the latest, the last call's time.
-  RETURN QUERY
-    SELECT s.seq, s.record, l.idx, l.at, l.reason, l.checkpoint, l.changes,
-           COALESCE(e.idx + 1, 0),
-           CASE WHEN e.idx IS DISTINCT FROM p_known_entry THEN e.entry::json->>'at' END,
-           b.idx, b.checkpoint, st.size,
-           CASE WHEN b.idx IS NULL THEN NULL ELSE ch.n END,
-           CASE WHEN b.idx IS NULL THEN NULL ELSE ch.bytes END,
-           cu.list
-      FROM terrarium_sessions s
-      LEFT JOIN LATERAL (SELECT x.idx, x.at, x.reason, x.checkpoint, x.changes FROM terrarium_snapshots x
-                          WHERE x.session = p_session ORDER BY x.idx DESC LIMIT 1) l ON true
-      LEFT JOIN LATERAL (SELECT h.idx, h.entry FROM terrarium_history h
-                          WHERE h.session = p_session ORDER BY h.idx DESC LIMIT 1) e ON true
-      LEFT JOIN LATERAL (SELECT y.idx, y.checkpoint FROM terrarium_snapshots y
-                          WHERE (l.idx IS DISTINCT FROM p_known OR NOT p_chain_known)
-                            AND y.session = p_session AND y.checkpoint IS NOT NULL AND y.idx <= l.idx
-                          ORDER BY y.idx DESC LIMIT 1) b ON true
-      LEFT JOIN terrarium_states st ON st.hash = b.checkpoint
-      LEFT JOIN LATERAL (SELECT COUNT(*)::int AS n, COALESCE(SUM(length(c.changes)), 0)::bigint AS bytes
-                           FROM terrarium_snapshots c
-                          WHERE b.idx IS NOT NULL AND c.session = p_session AND c.idx > b.idx) ch ON true
-      LEFT JOIN LATERAL (SELECT array_agg(c.changes ORDER BY c.idx) AS list FROM terrarium_snapshots c
-                          WHERE b.idx IS NOT NULL AND l.idx IS DISTINCT FROM p_known
-                            AND c.session = p_session AND c.idx > GREATEST(b.idx, p_known)
-                            AND c.idx <= l.idx) cu ON true
-     WHERE s.id = p_session;
-END
-$fn$;
-
-CREATE OR REPLACE FUNCTION terrarium_step_v1(
-  p_session TEXT, p_expected INTEGER, p_entry TEXT, p_snapshot BOOLEAN, p_at TEXT, p_reason TEXT,
-  p_changes TEXT, p_hash TEXT, p_size INTEGER, p_state TEXT, p_unlock BOOLEAN)
-RETURNS TABLE (outcome TEXT, entry_idx INTEGER, snapshot_idx INTEGER)
-LANGUAGE plpgsql VOLATILE AS $fn$
-DECLARE
-  v_latest INTEGER;
-  v_next INTEGER;
-BEGIN
-  -- Writers of one session queue on its row, as in the store's transactions.
-  PERFORM 1 FROM terrarium_sessions s WHERE s.id = p_session FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'unknown'::text, NULL::int, NULL::int;
+  SELECT s.seq, CASE WHEN s.seq IS DISTINCT FROM p_seq THEN s.record END, l.idx, l.at, l.reason,
+         COALESCE(e.idx + 1, 0),
+         CASE WHEN s.seq IS DISTINCT FROM p_seq OR e.idx IS DISTINCT FROM p_known_entry
+              THEN e.entry::json->>'at' END
+    INTO o_seq, o_record, o_idx, o_at, o_reason, o_next_entry, o_last_at
+    FROM terrarium_sessions s
+    LEFT JOIN LATERAL (SELECT x.idx, x.at, x.reason FROM terrarium_snapshots x
+                        WHERE x.session = p_session ORDER BY x.idx DESC LIMIT 1) l ON true
+    LEFT JOIN LATERAL (SELECT h.idx, h.entry FROM terrarium_history h
+                        WHERE h.session = p_session ORDER BY h.idx DESC LIMIT 1) e ON true
+   WHERE s.id = p_session;
+  IF o_seq IS NULL OR o_idx IS NULL OR (o_seq = p_seq AND o_idx = p_known) THEN
     RETURN;
   END IF;
-  SELECT MAX(x.idx) INTO v_latest FROM terrarium_snapshots x WHERE x.session = p_session;
-  -- The changes were taken from snapshot p_expected: if the session moved on, nothing is written.
-  IF p_expected IS NOT NULL AND v_latest IS DISTINCT FROM p_expected THEN
-    RETURN QUERY SELECT 'moved'::text, NULL::int, v_latest;
-    RETURN;
-  END IF;
-  SELECT COALESCE(MAX(h.idx) + 1, 0) INTO v_next FROM terrarium_history h WHERE h.session = p_session;
-  IF p_snapshot THEN
-    v_latest := v_latest + 1;
-    IF p_hash IS NOT NULL THEN
-      -- DO UPDATE (not DO NOTHING) locks an existing row, so a concurrent clean-up cannot free it.
-      INSERT INTO terrarium_states (hash, size, state) VALUES (p_hash, p_size, p_state)
-        ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash;
-    END IF;
-    INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes)
-      VALUES (p_session, v_latest, p_at, p_reason, p_hash, CASE WHEN p_hash IS NULL THEN p_changes END);
-    INSERT INTO terrarium_history (session, idx, entry)
-      VALUES (p_session, v_next, p_entry || ',"index":' || v_next || ',"snapshot":' || v_latest || '}');
+  IF o_seq = p_seq AND p_known >= 0 AND o_idx > p_known AND o_idx - p_known <= 1000 THEN
+    v_from := p_known + 1;
   ELSE
-    INSERT INTO terrarium_history (session, idx, entry)
-      VALUES (p_session, v_next, p_entry || ',"index":' || v_next || '}');
+    -- Cold, or far behind: the chain from the latest checkpoint.
+    SELECT y.idx INTO v_from FROM terrarium_snapshots y
+     WHERE y.session = p_session AND y.checkpoint IS NOT NULL AND y.idx <= o_idx
+     ORDER BY y.idx DESC LIMIT 1;
   END IF;
-  IF p_unlock THEN
-    -- The session's lock is released here, saving the call a round trip; the next holder's lock function
-    -- waits on the second key (held until this transaction commits), so it reads this step.
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 1));
-    PERFORM pg_advisory_unlock(hashtextextended(p_session, 0));
-  END IF;
-  RETURN QUERY SELECT 'ok'::text, v_next, v_latest;
+  o_from := v_from;
+  SELECT array_agg(c.checkpoint ORDER BY c.idx), array_agg(st.size ORDER BY c.idx),
+         array_agg(c.changes ORDER BY c.idx)
+    INTO o_checkpoints, o_sizes, o_changes
+    FROM terrarium_snapshots c LEFT JOIN terrarium_states st ON st.hash = c.checkpoint
+   WHERE c.session = p_session AND c.idx >= v_from AND c.idx <= o_idx;
 END
 $fn$;`;
+
+/**
+ * A step under the session's lock, in one statement (its own transaction), on the lock's connection: the
+ * history entry and, when the state changed, the snapshot (and a checkpoint's state), at the indexes the
+ * lock's read gave. Under the lock nobody else writes the session, and the primary keys refuse an index
+ * written twice, so nothing is read first (no row lock either: every writer of a session holds its
+ * advisory lock). The session row must still be the one read (`seq`: not deleted, not made again). The
+ * statement releases the lock before its commit, holding the second key until then, so that the next
+ * holder's lock function reads this step (and the call saves the unlock's round trip).
+ */
+const STEP_SQL = `
+WITH s AS (SELECT id FROM terrarium_sessions WHERE id = $1 AND seq = $2),
+st AS (INSERT INTO terrarium_states (hash, size, state)
+       SELECT $8::text, $9::int, $10::text FROM s WHERE $8::text IS NOT NULL
+       ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash RETURNING 1),
+sn AS (INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes)
+       SELECT s.id, $5::int, $6::text, $7::text, $8::text, $11::text FROM s WHERE $5::int IS NOT NULL
+       RETURNING 1),
+h AS (INSERT INTO terrarium_history (session, idx, entry) SELECT s.id, $3::int, $4::text FROM s RETURNING 1)
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM h) THEN NULL
+            WHEN pg_try_advisory_xact_lock(hashtextextended($1, 1))
+            THEN pg_advisory_unlock(hashtextextended($1, 0))
+            ELSE false END AS unlocked`;
 
 /** When a snapshot is stored whole instead of as changes (as in the SQLite store). */
 export interface PostgresCheckpointPolicy {
@@ -195,7 +177,12 @@ export interface PostgresStoreOptions {
   log?: (line: string) => void;
 }
 
-const DEFAULT_CHECKPOINTS: PostgresCheckpointPolicy = { maxChain: 100, maxChangeRatio: 1 };
+/**
+ * As the SQLite store's: a checkpoint once the changes since the last one outweigh it, or after 10,000 of
+ * them. A state that grows is then written whole only as often as its changes add up to it, so a step
+ * costs the same at step 100 and at step 100,000 (every 100 steps made each checkpoint O(state)).
+ */
+const DEFAULT_CHECKPOINTS: PostgresCheckpointPolicy = { maxChain: 10_000, maxChangeRatio: 1 };
 const STATE_CACHE_SIZE = 256;
 const CHECKPOINT_CACHE_SIZE = 32;
 
@@ -284,6 +271,11 @@ export class PostgresStore implements Store {
   private readonly windows = new Lru<string, HistoryWindow>(STATE_CACHE_SIZE);
   /** The last call of recent sessions (index and time), checked against the lock's read before use. */
   private readonly lastCalls = new Lru<string, { seq: string; index: number; at: string }>(STATE_CACHE_SIZE);
+  /**
+   * Recent sessions' rows (sequence number and record): what the rest caches is of that very session,
+   * and the lock's read sends the record only to a replica that does not know it.
+   */
+  private readonly records = new Lru<string, { seq: string; text: string }>(STATE_CACHE_SIZE);
   /** Whether the hot path's functions are in the database (set once migrated). */
   private fast = false;
   private readonly watchers = new Set<(event: StoreEvent) => void>();
@@ -442,18 +434,60 @@ export class PostgresStore implements Store {
    */
   private async lockAndRead(held: HeldLock): Promise<Prefetch> {
     const { id } = held;
-    const cached = this.latest.get(id);
-    const known = cached ? cached.index : -1;
-    const { rows } = await (held.client as PoolClient).query<LockRow>({
-      name: "terrarium_lock_v1",
-      text: "SELECT * FROM terrarium_lock_v1($1, $2, $3, $4)",
-      values: [id, known, cached !== undefined && chains.has(cached), this.lastCalls.get(id)?.index ?? -1],
-    });
-    const row = rows[0];
-    if (row && row.last_at !== null && row.next_entry > 0)
-      this.lastCalls.set(id, { seq: row.seq, index: row.next_entry - 1, at: row.last_at });
-    held.prefetch = prefetchOf(row, known);
-    return held.prefetch;
+    const known = this.records.get(id);
+    const cached = known && this.latest.get(id);
+    const chain = cached && chains.get(cached);
+    const lastCall = known && this.lastCalls.get(id);
+    const { rows } = await (held.client as PoolClient).query({
+      name: "terrarium_lock_v2",
+      text: "SELECT * FROM terrarium_lock_v2($1, $2, $3, $4)",
+      values: [
+        id,
+        known?.seq ?? null,
+        // A cached state whose chain is unknown cannot choose between changes and a checkpoint: cold.
+        cached && chain ? cached.index : -1,
+        lastCall && lastCall.seq === known.seq ? lastCall.index : -1,
+      ],
+      rowMode: "array",
+    } as QueryConfig);
+    const row = rows[0] as unknown as LockColumns | undefined;
+    const seq = row?.[0] ?? null;
+    if (row === undefined || seq === null || row[2] === null) {
+      held.prefetch = { nextEntry: 0 };
+      return held.prefetch;
+    }
+    if (row[1] !== null) {
+      // Not known here, or a session made again under the same id: nothing cached before holds.
+      this.forgetSession(id);
+      this.records.set(id, { seq, text: row[1] });
+    }
+    const record = (this.records.get(id) as { text: string }).text;
+    const nextEntry = row[5];
+    if (row[6] !== null && nextEntry > 0) this.lastCalls.set(id, { seq, index: nextEntry - 1, at: row[6] });
+    const prefetch: Prefetch = {
+      seq,
+      record,
+      latest: { idx: row[2], at: row[3] as string, reason: row[4] as Snapshot["reason"] },
+      nextEntry,
+    };
+    if (row[7] !== null)
+      prefetch.catchup = {
+        from: row[7],
+        checkpoints: row[8] ?? [],
+        sizes: row[9] ?? [],
+        changes: row[10] ?? [],
+      };
+    else if (cached && chain && row[2] === cached.index) prefetch.chain = chain;
+    held.prefetch = prefetch;
+    return prefetch;
+  }
+
+  /** Drops what this replica cached of session `id`. */
+  private forgetSession(id: string): void {
+    this.records.delete(id);
+    this.latest.delete(id);
+    this.windows.delete(id);
+    this.lastCalls.delete(id);
   }
 
   /**
@@ -475,10 +509,11 @@ export class PostgresStore implements Store {
       state: toImmutableJson(initialState ?? null),
     };
     const text = JSON.stringify(record);
+    let seq: string | undefined;
     await this.guard("createSession", () =>
       this.transaction(
         async (db) => {
-          await this.insertSession(db, record);
+          seq = await this.insertSession(db, record);
           const { size } = await this.writeCheckpoint(
             db,
             record.id,
@@ -492,7 +527,10 @@ export class PostgresStore implements Store {
         async (db) => (await storedRecord(db, record.id)) === text,
       ),
     );
+    this.forgetSession(record.id);
     this.latest.set(record.id, snapshot);
+    // Known from the insert; undefined only when the commit was settled by asking.
+    if (seq !== undefined) this.records.set(record.id, { seq, text });
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -534,9 +572,7 @@ export class PostgresStore implements Store {
   }
 
   async deleteSession(id: string): Promise<boolean> {
-    this.latest.delete(id);
-    this.windows.delete(id);
-    this.lastCalls.delete(id);
+    this.forgetSession(id);
     const { deleted, hashes } = await this.guard("deleteSession", () =>
       this.transaction(
         async (db) => {
@@ -551,7 +587,7 @@ export class PostgresStore implements Store {
         async (db) => (await storedRecord(db, id)) === undefined,
       ),
     );
-    this.latest.delete(id);
+    this.forgetSession(id);
     // States no snapshot uses any more, freed one by one and at best effort: a session created meanwhile
     // from the same state holds a key lock on it, and the foreign key then keeps the row.
     for (const hash of hashes) {
@@ -596,12 +632,11 @@ export class PostgresStore implements Store {
     const prefetch = held?.prefetch;
     return this.guard("head", async () => {
       let record: string;
-      let row: SnapshotRow;
+      let row: SnapshotRow | undefined;
       let lastCall: { index: number; at: string } | undefined;
       if (prefetch) {
         if (prefetch.record === undefined || !prefetch.latest) throw unknownSession(id);
         record = prefetch.record;
-        row = prefetch.latest;
         if (prefetch.nextEntry > 0) {
           const cached = this.lastCalls.get(id);
           lastCall =
@@ -630,7 +665,9 @@ export class PostgresStore implements Store {
         if (last) lastCall = { index: last.index, at: last.at };
       }
       const snapshot = (
-        prefetch ? await this.latestFromPrefetch(id, prefetch) : await this.latestFromRow(this.pool, id, row)
+        prefetch
+          ? await this.latestFromPrefetch(id, prefetch)
+          : await this.latestFromRow(this.pool, id, row as SnapshotRow)
       ) as Snapshot;
       // Under the session's lock, the step written next must build on exactly this snapshot.
       if (held) held.read = snapshot.index;
@@ -780,10 +817,10 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The one-round-trip write of a step, when the call holds the session's lock and the state it builds on
-   * is the cached one with its checkpoint chain known: the changes (or a checkpoint) are made here, and
-   * the database writes them only if the session is still at that snapshot. Undefined otherwise (the
-   * transaction path then reads what it needs).
+   * The one-round-trip write of a step, when the call holds the session's lock and knows, from the lock's
+   * read, where the session ends, and the state it builds on is the cached one with its checkpoint chain
+   * known: the entry's final text, the changes (or a checkpoint) and the indexes are made here. Undefined
+   * otherwise (the transaction path then reads what it needs).
    */
   private planStep(
     id: string,
@@ -792,31 +829,38 @@ export class PostgresStore implements Store {
     held: HeldLock | undefined,
   ): StepPlan | undefined {
     if (!this.fast || !held || held.lost) return undefined;
+    const prefetch = held.prefetch;
+    if (prefetch?.seq === undefined || !prefetch.latest) return undefined;
     const { index: _index, snapshot: _snapshot, ...rest } = entry as HistoryEntry;
     const text = JSON.stringify(rest);
-    // The database appends the indexes to the entry's text, exactly as JSON.stringify would place them.
+    // The indexes are appended to the entry's text, exactly where JSON.stringify would place them.
     if (!text.startsWith("{") || text.length < 3) return undefined;
-    const prefix = text.slice(0, -1);
-    if (!state) return { rest, prefix, expected: held.read ?? null };
+    const prefix = `${text.slice(0, -1)},"index":${prefetch.nextEntry}`;
+    const base = { seq: prefetch.seq, rest, entryIndex: prefetch.nextEntry };
+    if (!state) return { ...base, text: `${prefix}}` };
     const previous = this.latest.get(id);
     const chain = previous && chains.get(previous);
-    if (!previous || !chain || (held.read !== undefined && held.read !== previous.index)) return undefined;
+    if (!previous || !chain || previous.index !== prefetch.latest.idx) return undefined;
+    if (held.read !== undefined && held.read !== previous.index) return undefined;
+    const index = previous.index + 1;
     // The caller's exact changes are from the snapshot it read under this lock: this very one.
     const changes = JSON.stringify(
       state.changes && held.read === previous.index ? state.changes : diffJson(previous.state, state.state),
     );
-    const base = { at: entry.at, reason: state.reason, state: state.state };
+    const made = { index, at: entry.at, reason: state.reason, state: state.state, changes };
+    const full = { ...base, text: `${prefix},"snapshot":${index}}` };
     if (
       chain.n < this.policy.maxChain &&
       chain.bytes + changes.length <= Math.max(4096, chain.size * this.policy.maxChangeRatio)
     ) {
       const grown = { size: chain.size, n: chain.n + 1, bytes: chain.bytes + changes.length };
-      return { rest, prefix, expected: previous.index, snapshot: { ...base, changes, chain: grown } };
+      return { ...full, snapshot: { ...made, chain: grown } };
     }
+    // A checkpoint keeps its changes too: a replica whose state is one behind applies them, not the whole.
     const whole = JSON.stringify(state.state);
     const checkpoint = { hash: createHash("sha256").update(whole).digest("hex"), text: whole };
     const fresh = { size: whole.length, n: 0, bytes: 0 };
-    return { rest, prefix, expected: previous.index, snapshot: { ...base, checkpoint, chain: fresh } };
+    return { ...full, snapshot: { ...made, checkpoint, chain: fresh } };
   }
 
   /** Writes a planned step on the lock's own connection, in one statement (its own transaction). */
@@ -824,86 +868,84 @@ export class PostgresStore implements Store {
     if (held.lost) throw lockLost();
     const client = held.client as PoolClient;
     const snap = plan.snapshot;
-    let rows: Array<{ outcome: string; entry_idx: number | null; snapshot_idx: number | null }>;
+    let unlocked: boolean | null;
     try {
-      ({ rows } = await client.query({
-        name: "terrarium_step_v1",
-        text: "SELECT * FROM terrarium_step_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+      const { rows } = await client.query({
+        name: "terrarium_step_v2",
+        text: STEP_SQL,
         values: [
           id,
-          plan.expected,
-          plan.prefix,
-          snap !== undefined,
+          plan.seq,
+          plan.entryIndex,
+          plan.text,
+          snap?.index ?? null,
           snap?.at ?? null,
           snap?.reason ?? null,
-          snap?.checkpoint ? null : (snap?.changes ?? null),
           snap?.checkpoint?.hash ?? null,
           snap?.checkpoint?.text.length ?? null,
           snap?.checkpoint?.text ?? null,
-          true,
+          snap?.changes ?? null,
         ],
-      }));
+        rowMode: "array",
+      } as QueryConfig);
+      unlocked = (rows[0] as unknown as [boolean | null] | undefined)?.[0] ?? null;
     } catch (error) {
-      if (!connectionFailure(error)) throw translate(error);
+      if (!connectionFailure(error)) {
+        const code = (error as { code?: string }).code;
+        // An index already taken: another writer got in (the lock was lost meanwhile); nothing written.
+        if (code === "23505") {
+          this.forgetSession(id);
+          throw lockLost();
+        }
+        if (code === "23503") throw unknownSession(id); // deleted meanwhile
+        throw translate(error);
+      }
       // The statement is its own transaction: sent but unanswered, it may have committed. Ask, on a
       // connection of our own, whether this very entry is stored; never write it again.
       held.prefetch = undefined;
-      this.latest.delete(id);
-      this.windows.delete(id);
-      this.lastCalls.delete(id);
+      this.forgetSession(id);
       const found = await this.onProbe(async (db) => {
-        const recent = await db.query<{ entry: string }>(
-          "SELECT entry FROM terrarium_history WHERE session = $1 ORDER BY idx DESC LIMIT 8",
-          [id],
+        const { rows } = await db.query<{ entry: string }>(
+          "SELECT entry FROM terrarium_history WHERE session = $1 AND idx = $2",
+          [id, plan.entryIndex],
         );
-        return recent.rows.find((row) => row.entry.startsWith(`${plan.prefix},"index":`)) ?? false;
+        return rows[0]?.entry === plan.text;
       }).catch(() => undefined);
       if (found === undefined) throw storeUnavailable("in_doubt", error);
       if (found === false) throw error; // nothing was written: a plain outage
-      return parseEntry(found.entry);
+      held.lost = true; // the lock's connection is gone, and the lock with it
+      return parseEntry(plan.text);
     }
-    const row = rows[0];
-    if (row?.outcome === "unknown") throw unknownSession(id);
-    // Another replica wrote since this call read the session (its lock was lost meanwhile).
-    if (row?.outcome !== "ok" || row.entry_idx === null) throw lockLost();
-    held.unlocked = true;
-    const full = { ...plan.rest, index: row.entry_idx } as HistoryEntry;
-    let text = `${plan.prefix},"index":${row.entry_idx}}`;
-    if (snap && row.snapshot_idx !== null) {
-      full.snapshot = row.snapshot_idx;
-      text = `${plan.prefix},"index":${row.entry_idx},"snapshot":${row.snapshot_idx}}`;
-      const snapshot: Snapshot = {
-        index: row.snapshot_idx,
-        at: snap.at,
-        reason: snap.reason,
-        state: snap.state,
-      };
+    // No session row with the sequence number read: deleted (perhaps made again) since.
+    if (unlocked === null) {
+      this.forgetSession(id);
+      throw unknownSession(id);
+    }
+    held.unlocked = unlocked;
+    const full = { ...plan.rest, index: plan.entryIndex } as HistoryEntry;
+    if (snap) {
+      full.snapshot = snap.index;
+      const snapshot: Snapshot = { index: snap.index, at: snap.at, reason: snap.reason, state: snap.state };
       this.latest.set(id, snapshot);
       chains.set(snapshot, snap.chain);
       if (snap.checkpoint) this.checkpoints.set(snap.checkpoint.hash, snap.state);
-      held.read = row.snapshot_idx;
+      held.read = snap.index;
     }
     // What the lock read moves on with this write, so reads later in the call still need no round trip.
+    this.lastCalls.set(id, { seq: plan.seq, index: plan.entryIndex, at: plan.rest.at });
     const prefetch = held.prefetch;
-    if (prefetch?.seq !== undefined)
-      this.lastCalls.set(id, { seq: prefetch.seq, index: row.entry_idx, at: plan.rest.at });
     if (prefetch) {
       const window = this.windows.get(id);
-      if (window && window.seq === prefetch.seq && window.next === row.entry_idx) {
-        window.texts.push(text);
+      if (window && window.seq === prefetch.seq && window.next === plan.entryIndex) {
+        window.texts.push(plan.text);
         if (window.texts.length > WINDOW_SIZE) window.texts.shift();
-        window.next = row.entry_idx + 1;
+        window.next = plan.entryIndex + 1;
       }
-      prefetch.nextEntry = row.entry_idx + 1;
-      if (snap && row.snapshot_idx !== null) {
-        prefetch.latest = {
-          idx: row.snapshot_idx,
-          at: snap.at,
-          reason: snap.reason,
-          checkpoint: snap.checkpoint?.hash ?? null,
-          changes: snap.checkpoint ? null : (snap.changes ?? null),
-        };
+      prefetch.nextEntry = plan.entryIndex + 1;
+      if (snap) {
+        prefetch.latest = { idx: snap.index, at: snap.at, reason: snap.reason };
         prefetch.chain = snap.chain;
+        prefetch.catchup = undefined;
       }
     }
     return full;
@@ -961,8 +1003,7 @@ export class PostgresStore implements Store {
   }
 
   async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
-    this.windows.delete(record.id);
-    this.lastCalls.delete(record.id);
+    this.forgetSession(record.id);
     const states = contents.snapshots.map((snapshot) => toImmutableJson(snapshot.state ?? null));
     const text = JSON.stringify(record);
     await this.guard("importSession", () =>
@@ -1221,12 +1262,13 @@ export class PostgresStore implements Store {
     return result as T;
   }
 
-  private async insertSession(db: Queryable, record: SessionRecord): Promise<void> {
-    await db.query("INSERT INTO terrarium_sessions (id, owner, record) VALUES ($1, $2, $3)", [
-      record.id,
-      record.owner ?? null,
-      JSON.stringify(record),
-    ]);
+  /** Inserts the session's row; its sequence number. */
+  private async insertSession(db: Queryable, record: SessionRecord): Promise<string> {
+    const { rows } = await db.query<{ seq: string }>(
+      "INSERT INTO terrarium_sessions (id, owner, record) VALUES ($1, $2, $3) RETURNING seq",
+      [record.id, record.owner ?? null, JSON.stringify(record)],
+    );
+    return (rows[0] as { seq: string }).seq;
   }
 
   /** Takes the session's row lock for the rest of the transaction: its writers queue here. */
@@ -1319,26 +1361,44 @@ export class PostgresStore implements Store {
    * (or the checkpoint's) state brought forward by the changes the query returned, else read in full.
    */
   private async latestFromPrefetch(id: string, prefetch: Prefetch): Promise<Snapshot | undefined> {
-    const row = prefetch.latest as SnapshotRow;
+    const row = prefetch.latest as LatestRow;
     const cached = this.latest.get(id);
+    if (cached?.index === row.idx && prefetch.chain) return cached;
     const catchup = prefetch.catchup;
-    if (catchup && !(cached?.index === row.idx && cached.at === row.at && cached.reason === row.reason)) {
-      const fromCache =
-        catchup.known >= catchup.base && catchup.known < row.idx && cached?.index === catchup.known;
-      // One change set per snapshot between the start and the latest, or the slow path.
-      const from = fromCache ? catchup.known : catchup.base;
-      if ((fromCache || catchup.known < catchup.base) && catchup.changes.length === row.idx - from) {
-        let state = fromCache
-          ? (cached as Snapshot).state
-          : await this.checkpointState(this.pool, catchup.checkpoint);
-        for (const changes of catchup.changes) state = applyRow(state, { changes });
+    if (catchup) {
+      let state: unknown;
+      let chain: Chain | undefined;
+      if (cached && cached.index === catchup.from - 1) {
+        state = cached.state;
+        chain = chains.get(cached);
+      }
+      for (const [i, changes] of catchup.changes.entries()) {
+        const checkpoint = catchup.checkpoints[i] ?? null;
+        // Changes where there are some (a checkpoint written here carries them too), else the whole state.
+        if (changes !== null && state !== undefined) state = applyRow(state, { changes });
+        else if (checkpoint !== null) state = await this.checkpointState(this.pool, checkpoint);
+        else {
+          state = undefined;
+          break;
+        }
+        chain =
+          checkpoint !== null
+            ? { size: catchup.sizes[i] ?? 0, n: 0, bytes: 0 }
+            : chain && { size: chain.size, n: chain.n + 1, bytes: chain.bytes + (changes as string).length };
+      }
+      if (state !== undefined && catchup.changes.length === row.idx - catchup.from + 1) {
         const snapshot: Snapshot = { index: row.idx, at: row.at, reason: row.reason, state };
         this.latest.set(id, snapshot);
-        if (prefetch.chain) chains.set(snapshot, prefetch.chain);
+        if (chain) {
+          chains.set(snapshot, chain);
+          prefetch.chain = chain;
+        }
         return snapshot;
       }
     }
-    return this.latestFromRow(this.pool, id, row, prefetch.chain);
+    // Not to be had from what the lock read (never expected): read in full; the next write reads its chain.
+    this.latest.delete(id);
+    return this.readSnapshot(this.pool, id, row.idx);
   }
 
   /** The snapshot a row of the latest one describes: the cached state when it is that one. */
@@ -1498,79 +1558,63 @@ interface HistoryWindow {
   texts: string[];
 }
 
-/** A row of terrarium_lock_v1. */
-interface LockRow {
-  seq: string;
-  record: string;
-  idx: number | null;
+/**
+ * A row of terrarium_lock_v2, as an array: seq, record (when not known here), the latest snapshot's index,
+ * time and reason, the next history index, the last call's time (when not known here), and the snapshots
+ * from index `from` on (their checkpoint, its size, their changes; absent when the cache is current).
+ */
+type LockColumns = [
+  string | null,
+  string | null,
+  number | null,
+  string | null,
+  string | null,
+  number,
+  string | null,
+  number | null,
+  Array<string | null> | null,
+  Array<number | null> | null,
+  Array<string | null> | null,
+];
+
+/** What the lock's read says of the latest snapshot. */
+interface LatestRow {
+  idx: number;
   at: string;
   reason: Snapshot["reason"];
-  checkpoint: string | null;
-  changes: string | null;
-  next_entry: number;
-  last_at: string | null;
-  base_idx: number | null;
-  base_checkpoint: string | null;
-  catchup: string[] | null;
-  base_size: number | null;
-  chain_n: number | null;
-  chain_bytes: string | null;
 }
 
 interface Prefetch {
   /** Undefined when there is no such session. */
   seq?: string;
   record?: string;
-  latest?: SnapshotRow;
+  latest?: LatestRow;
   nextEntry: number;
+  /** The latest snapshot's chain, once known (the cached one's, or rebuilt from `catchup`). */
   chain?: Chain;
-  /**
-   * How to rebuild the latest state when the cached one is behind: from the cached snapshot `known` (when
-   * it is at or after the checkpoint `base`) or from that checkpoint, apply `changes` in order.
-   */
-  catchup?: { known: number; base: number; checkpoint: string; changes: string[] };
-}
-
-function prefetchOf(row: LockRow | undefined, known: number): Prefetch {
-  if (!row) return { nextEntry: 0 };
-  return {
-    ...(row.base_idx !== null && row.base_checkpoint !== null && row.idx !== known
-      ? {
-          catchup: { known, base: row.base_idx, checkpoint: row.base_checkpoint, changes: row.catchup ?? [] },
-        }
-      : {}),
-    seq: row.seq,
-    record: row.record,
-    ...(row.idx === null
-      ? {}
-      : {
-          latest: {
-            idx: row.idx,
-            at: row.at,
-            reason: row.reason,
-            checkpoint: row.checkpoint,
-            changes: row.changes,
-          },
-        }),
-    nextEntry: row.next_entry,
-    ...(row.base_size !== null && row.chain_n !== null && row.chain_bytes !== null
-      ? { chain: { size: row.base_size, n: row.chain_n, bytes: Number(row.chain_bytes) } }
-      : {}),
+  /** The snapshots from index `from` to the latest, when the cached state is not the latest. */
+  catchup?: {
+    from: number;
+    checkpoints: Array<string | null>;
+    sizes: Array<number | null>;
+    changes: Array<string | null>;
   };
 }
 
-/** A step to write in one statement: its entry without indexes, and its snapshot made here. */
+/** A step to write in one statement: its entry's final text and indexes, and its snapshot made here. */
 interface StepPlan {
+  /** The session row's sequence number the lock's read saw (the write is refused if it changed). */
+  seq: string;
   rest: Omit<HistoryEntry, "index" | "snapshot">;
-  /** The entry's JSON without its closing brace: the database appends the indexes. */
-  prefix: string;
-  /** The snapshot the database must still be at (null: any, for a step that changes nothing). */
-  expected: number | null;
+  entryIndex: number;
+  /** The entry's JSON as stored (indexes included). */
+  text: string;
   snapshot?: {
+    index: number;
     at: string;
     reason: Snapshot["reason"];
     state: unknown;
-    changes?: string;
+    changes: string;
     checkpoint?: { hash: string; text: string };
     /** The chain once this snapshot is written. */
     chain: Chain;

@@ -101,7 +101,7 @@ describe.runIf(withPostgres)("the Postgres store's hot path", () => {
     }
     // The step's statement releases the lock as it commits: no unlock follows.
     expect(new Set(perCall)).toEqual(new Set([2]));
-    expect(sent.slice(-2)).toEqual(["terrarium_lock_v1", "terrarium_step_v1"]);
+    expect(sent.slice(-2)).toEqual(["terrarium_lock_v2", "terrarium_step_v2"]);
     // Reads under the lock (the engine's history window) cost nothing more either.
     const before = sent.length;
     await target.withSessionLock("s", async () => {
@@ -225,7 +225,7 @@ function loseNextStep(target: PostgresStore, when: "after" | "before"): void {
   locks.on("acquire", (client: pg.PoolClient) => {
     const original = client.query.bind(client) as Query;
     (client as unknown as { query: Query }).query = (config, ...rest) => {
-      if (!armed || (config as { name?: string }).name !== "terrarium_step_v1")
+      if (!armed || (config as { name?: string }).name !== "terrarium_step_v2")
         return original(config, ...rest);
       armed = false;
       const lost = () => Promise.reject(new Error("Connection terminated unexpectedly"));
