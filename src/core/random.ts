@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 
 /**
  * A seeded random source (sfc32: small, fast, passes PractRand to 2^36 bytes). The same seed gives the
@@ -26,11 +26,22 @@ export function unseededRandom(): Random {
   return createRandom(`${Date.now()}-${Math.random()}`);
 }
 
+/** SHA-256 of a short text: the one-shot `crypto.hash` where Node has it (20.12+), else a Hash object. */
+const sha256: (text: string) => Buffer =
+  typeof (crypto as { hash?: unknown }).hash === "function"
+    ? (text) => crypto.hash("sha256", text, "buffer")
+    : (text) => crypto.createHash("sha256").update(text).digest();
+
 class Sfc32Random implements Random {
-  private a: number;
-  private b: number;
-  private c: number;
-  private d: number;
+  private a = 0;
+  private b = 0;
+  private c = 0;
+  private d = 0;
+  /**
+   * Whether the state has been hashed from `material` yet. It is made on the first draw: a source that
+   * is only derived from, or never drawn from (most of a call's sources), costs no hash.
+   */
+  private seeded = false;
 
   /**
    * @param seed the seed as shown to people
@@ -40,17 +51,21 @@ class Sfc32Random implements Random {
   constructor(
     readonly seed: string,
     private readonly material: string = seed,
-  ) {
-    const digest = createHash("sha256").update(material).digest();
+  ) {}
+
+  private seedState(): void {
+    const digest = sha256(this.material);
     this.a = digest.readUInt32LE(0);
     this.b = digest.readUInt32LE(4);
     this.c = digest.readUInt32LE(8);
     this.d = digest.readUInt32LE(12);
+    this.seeded = true;
     // Warm up so that similar seeds diverge.
     for (let i = 0; i < 12; i++) this.nextUint32();
   }
 
   private nextUint32(): number {
+    if (!this.seeded) this.seedState();
     const t = (((this.a + this.b) | 0) + this.d) | 0;
     this.d = (this.d + 1) | 0;
     this.a = this.b ^ (this.b >>> 9);

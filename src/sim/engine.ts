@@ -7,7 +7,7 @@ import { toImmutableJson } from "../core/immutable-json.js";
 import { type JsonChange, same } from "../core/json-diff.js";
 import { DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_RESULT_BYTES, formatSize } from "../core/json-limits.js";
 import { parsePointer } from "../core/json-pointer.js";
-import { createRandom, type Random, unseededRandom } from "../core/random.js";
+import { createRandom, unseededRandom } from "../core/random.js";
 import { SEEDED_CLOCK_START } from "../envs/define.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import {
@@ -461,7 +461,9 @@ export class Engine {
         state: snapshot.state,
         snapshotIndex: snapshot.index,
         history,
-        random: new LazyRandom(`${session.seed}:${callCount}`),
+        // Hashed into a state only at its first draw: most calls only read its seed (a code environment
+        // seeds itself from it).
+        random: createRandom(`${session.seed}:${callCount}`),
         now: at,
         lineage: (replayable) => sessionLineage(this.store, id, replayable),
       });
@@ -631,7 +633,7 @@ export class Engine {
     const entryLimit = this.maxJsonDepth - EXPORT_WRAPPING.resultPart - 2; // [ {op, path, before, after} ]
     const stateLimit = this.maxJsonDepth - EXPORT_WRAPPING.state;
     for (const change of applied) {
-      const tokens = parsePointer(change.path).length;
+      const tokens = pointerLength(change.path);
       if (change.op !== "remove") {
         const depth = jsonDepth(change.after, stateLimit);
         if (depth > entryLimit || tokens + depth > stateLimit)
@@ -695,31 +697,6 @@ export class Engine {
   }
 }
 
-/**
- * The call's random source, seeded on first use: most calls only read its seed (a code environment
- * seeds itself from it), and making the source hashes the seed.
- */
-class LazyRandom implements Random {
-  private source: Random | undefined;
-  constructor(readonly seed: string) {}
-  private get random(): Random {
-    this.source ??= createRandom(this.seed);
-    return this.source;
-  }
-  next(): number {
-    return this.random.next();
-  }
-  int(min: number, max: number): number {
-    return this.random.int(min, max);
-  }
-  pick<T>(items: readonly T[]): T {
-    return this.random.pick(items);
-  }
-  derive(label: string): Random {
-    return this.random.derive(label);
-  }
-}
-
 /** A failed call that stored nothing of what the simulator gave: TOO_LARGE. */
 function tooLarge(message: string): Omit<CallOutcome, "step" | "simulator" | "semantic"> {
   return {
@@ -728,6 +705,18 @@ function tooLarge(message: string): Omit<CallOutcome, "step" | "simulator" | "se
     changes: [],
     errors: [{ rule: "TOO_LARGE", message }],
   };
+}
+
+/**
+ * How many tokens a JSON Pointer has: its slashes, when it has no escapes to check (`parsePointer`, which
+ * reads and checks each token, answers the rest, and refuses what it refuses).
+ */
+function pointerLength(pointer: string): number {
+  if (pointer === "") return 0;
+  if (pointer.charCodeAt(0) !== 47 || pointer.includes("~")) return parsePointer(pointer).length;
+  let slashes = 0;
+  for (let i = 0; i < pointer.length; i++) if (pointer.charCodeAt(i) === 47) slashes++;
+  return slashes;
 }
 
 /** A recorded time in ms (-Infinity when it cannot be read, so it never wins a comparison). */

@@ -27,35 +27,53 @@ const REMEMBER_FROM = 64;
  */
 export function jsonDepth(value: unknown, cap: number): number {
   if (value === null || typeof value !== "object") return 0;
-  let containers = 0;
-  /** The depth of `node`'s subtree; above `room` (the levels left) means too deep, and the walk stops. */
-  const measure = (node: object, room: number): number => {
-    if (room <= 0) return 1;
-    const known = knownDepths.get(node);
-    if (known !== undefined) return known;
-    const first = containers++;
-    let deepest = 0;
-    if (Array.isArray(node)) {
-      for (const child of node) {
-        if (child === null || typeof child !== "object") continue;
-        const depth = measure(child, room - 1);
-        if (depth > deepest) deepest = depth;
-        if (deepest >= room) return deepest + 1;
+  containers = 0;
+  return depthOf(value, cap);
+}
+
+/** Containers met so far by the running `jsonDepth` walk (synchronous, so one counter serves them all). */
+let containers = 0;
+
+/**
+ * The depth of `node`'s subtree; above `room` (the levels left) means too deep, and the walk stops. A
+ * container without containers in it is answered without a look in `knownDepths` (it is never
+ * remembered), so the walk over the small values of a call costs no table look-up.
+ */
+function depthOf(node: object, room: number): number {
+  if (room <= 0) return 1;
+  const first = containers++;
+  let deepest = 0;
+  let looked = false;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const child = node[i];
+      if (child === null || typeof child !== "object") continue;
+      if (!looked) {
+        looked = true;
+        const known = knownDepths.get(node);
+        if (known !== undefined) return known;
       }
-    } else {
-      for (const key in node) {
-        if (!Object.hasOwn(node, key)) continue;
-        const child = (node as Record<string, unknown>)[key];
-        if (child === null || typeof child !== "object") continue;
-        const depth = measure(child, room - 1);
-        if (depth > deepest) deepest = depth;
-        if (deepest >= room) return deepest + 1;
-      }
+      const depth = depthOf(child, room - 1);
+      if (depth > deepest) deepest = depth;
+      if (deepest >= room) return deepest + 1;
     }
-    if (containers - first >= REMEMBER_FROM && Object.isFrozen(node)) knownDepths.set(node, deepest + 1);
-    return deepest + 1;
-  };
-  return measure(value, cap);
+  } else {
+    for (const key in node) {
+      if (!Object.hasOwn(node, key)) continue;
+      const child = (node as Record<string, unknown>)[key];
+      if (child === null || typeof child !== "object") continue;
+      if (!looked) {
+        looked = true;
+        const known = knownDepths.get(node);
+        if (known !== undefined) return known;
+      }
+      const depth = depthOf(child, room - 1);
+      if (depth > deepest) deepest = depth;
+      if (deepest >= room) return deepest + 1;
+    }
+  }
+  if (containers - first >= REMEMBER_FROM && Object.isFrozen(node)) knownDepths.set(node, deepest + 1);
+  return deepest + 1;
 }
 
 /**
