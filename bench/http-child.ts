@@ -7,7 +7,13 @@ import { createServer } from "node:http";
 import { startServer } from "../src/server/start.js";
 import { runChild, serveUntilStdinEnds } from "./child-server.js";
 
-const options = JSON.parse(process.argv[2] ?? "{}") as { echo?: boolean; sources?: string[]; db?: string };
+const options = JSON.parse(process.argv[2] ?? "{}") as {
+  echo?: boolean;
+  sources?: string[];
+  db?: string;
+  /** Every request through Hono: the server's fast path off (src/server/fast-path.ts), to compare. */
+  hono?: boolean;
+};
 
 async function main(): Promise<void> {
   let close: () => Promise<unknown>;
@@ -31,6 +37,7 @@ async function main(): Promise<void> {
     port = (server.address() as { port: number }).port;
     close = () => new Promise((resolve) => server.close(resolve));
   } else {
+    if (options.hono) process.env.TERRARIUM_HTTP_FAST_PATH = "0";
     const server = await startServer({
       sources: options.sources ?? ["bank"],
       ...(options.db ? { db: options.db } : {}),

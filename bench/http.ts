@@ -11,6 +11,8 @@
  *   `--postgres=<url>` or TERRARIUM_TEST_POSTGRES; skipped without).
  *
  * `--only=calls|long|replicas` runs one part; `--quick` shortens the rounds (a smoke run, noisier).
+ * `--only=fastpath` (never by default) compares the bank transfer with the server's fast path for
+ * `POST /sessions/{id}/calls` against the same server with every request through Hono, and the echo.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
@@ -38,8 +40,12 @@ const ONLY = flag("only");
 const part = (name: "calls" | "long" | "replicas") => !ONLY || ONLY === name;
 
 /** A server of bench/http-child.ts: echo, or `startServer` with `sources` and `db`. */
-const spawnServer = (options: { echo?: boolean; sources?: string[]; db?: string }): Promise<ChildServer> =>
-  spawnNodeServer("http-child.ts", options);
+const spawnServer = (options: {
+  echo?: boolean;
+  sources?: string[];
+  db?: string;
+  hono?: boolean;
+}): Promise<ChildServer> => spawnNodeServer("http-child.ts", options);
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -168,15 +174,15 @@ export async function benchHttp(): Promise<BenchResult> {
     return child;
   };
   try {
-    if (ONLY && !["calls", "long", "replicas"].includes(ONLY))
-      throw new Error(`--only takes calls, long or replicas (got ${ONLY})`);
+    if (ONLY && !["calls", "long", "replicas", "fastpath"].includes(ONLY))
+      throw new Error(`--only takes calls, long, replicas or fastpath (got ${ONLY})`);
     const echo = await start({ echo: true });
     const echoBody = transferBody(0);
     const echoRate = () =>
       drive(() => ({ port: echo.port, path: "/echo", body: echoBody }), CLIENTS, ROUND_MS, false);
     // A fresh process serves a fraction of its rate for its first seconds (the JIT): warm the baseline
     // up before the first measure, or that measure's ratio flatters it.
-    if (part("calls")) for (let i = 0; i < 3; i++) await echoRate();
+    if (part("calls") || ONLY === "fastpath") for (let i = 0; i < 3; i++) await echoRate();
 
     // One session, 8 clients: the calls of a session run one at a time, so this is the step's own cost.
     const oneSession = async (
@@ -232,6 +238,38 @@ export async function benchHttp(): Promise<BenchResult> {
         () => addBody,
         0.4,
       );
+    }
+
+    if (ONLY === "fastpath") {
+      // The same bank server twice, one with every request through Hono: echo, Hono, fast, in turn.
+      const servers = [await start({ sources: ["bank"], hono: true }), await start({ sources: ["bank"] })];
+      const subjects = await Promise.all(
+        servers.map(async (server) => {
+          const { id } = (await postOk(server.port, "/sessions", {})) as { id: string };
+          const path = `/sessions/${id}/calls`;
+          return () =>
+            drive(
+              (worker, n) => ({ port: server.port, path, body: transferBody(n * CLIENTS + worker) }),
+              CLIENTS,
+              ROUND_MS,
+              true,
+            );
+        }),
+      );
+      const [baseline, hono, fast] = (await alternate([echoRate, ...subjects])) as [Rate, Rate, Rate];
+      for (const [measure, measured] of [
+        ["bank transfer, memory store, 8 clients, through Hono (fast path off)", hono],
+        ["bank transfer, memory store, 8 clients, fast path", fast],
+      ] as const)
+        rows.push({
+          measure,
+          baseline: "node:http JSON echo",
+          baselineRate: baseline.callsPerSecond,
+          measured,
+          ratio: measured.callsPerSecond / baseline.callsPerSecond,
+          target: "≥ 0.7×",
+          met: measured.callsPerSecond / baseline.callsPerSecond >= 0.7,
+        });
     }
 
     if (part("long"))

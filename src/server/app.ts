@@ -10,6 +10,7 @@ import { openEnvRoutes } from "../rl/openenv/http.js";
 import type { OpenEnvServer } from "../rl/openenv/server.js";
 import type { Engine } from "../sim/engine.js";
 import type { StateUpdate, StateUpdateRequest } from "../sim/state-updater.js";
+import { createFastPath, setFastPath } from "./fast-path.js";
 import {
   type GeckoOptions,
   geckoRoutes,
@@ -513,6 +514,31 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     document ??= routesToOpenApi(table.routes, { schemas: tools.schemas, bearer: tokens.size > 0, version });
     return document;
   };
+
+  // POST /sessions/{id}/calls straight on Node's request (fast-path.ts), unless some other route of
+  // this app could answer such a path (a tool's own /sessions/... route).
+  const calls = table.routes.find(
+    (route) => route.method === "POST" && route.path === "/sessions/{id}/calls",
+  );
+  const shadowed = table.routes.some(
+    (route) => route !== calls && route.method === "POST" && /^\/sessions\/[^/]*\/calls$/.test(route.path),
+  );
+  if (calls && !shadowed)
+    setFastPath(
+      app,
+      createFastPath({
+        engine,
+        metrics,
+        tokens,
+        maxBody,
+        drainLimit: maxBody * DRAIN_FACTOR,
+        maxDepth,
+        drain: options.drain,
+        answer: (error, requestId, request) => answerError("terrarium", error, { requestId, request, log }),
+        tooLarge,
+        answeredCode: (response) => ANSWERED_CODES.get(response),
+      }),
+    );
 
   app.all("*", async (c) => {
     const method = c.req.method;

@@ -33,31 +33,61 @@ export class HttpProblem extends Error {
   }
 }
 
+/** A request's body as the middlewares read it, and what a route needs to parse it. */
+export interface BodyText {
+  /** The body as text (undefined: none, or not readable as text). */
+  text: string | undefined;
+  /** Why the body could not be read as text (not UTF-8). */
+  error: string | undefined;
+  /** The request's Content-Type ("" when absent). */
+  contentType: string;
+  maxDepth: number;
+}
+
 /** The body as JSON (checked for depth and numbers JSON cannot hold), or undefined when empty and optional. */
 export async function jsonValue(c: AppContext, optional = false): Promise<unknown> {
-  const problem = c.get("bodyError");
-  if (problem) throw new TerrariumError("INVALID_INPUT", problem);
-  const text = c.get("body") ?? "";
+  return parseBodyText(bodyTextOf(c), optional);
+}
+
+/** What the middlewares read of this request's body. */
+export function bodyTextOf(c: AppContext): BodyText {
+  return {
+    text: c.get("body"),
+    error: c.get("bodyError"),
+    contentType: c.req.header("content-type") ?? "",
+    maxDepth: c.get("maxDepth"),
+  };
+}
+
+/** `jsonValue` on a body already read (the Hono routes and the server's fast path share it). */
+export function parseBodyText(body: BodyText, optional = false): unknown {
+  if (body.error) throw new TerrariumError("INVALID_INPUT", body.error);
+  const text = body.text ?? "";
   if (text.trim() === "") {
     if (optional) return undefined;
     throw new TerrariumError("INVALID_INPUT", "the request needs a JSON body");
   }
-  const type = c.req.header("content-type") ?? "";
+  const type = body.contentType;
   if (type && !/json/i.test(type)) {
     throw new TerrariumError(
       "INVALID_INPUT",
       `the body must be JSON (Content-Type: application/json), not ${type}`,
     );
   }
-  return parseJsonText(text, c.get("maxDepth"));
+  return parseJsonText(text, body.maxDepth);
+}
+
+/** `parseBodyText` of a body that must be a JSON object ({} when empty and optional). */
+export function parseBodyObject(body: BodyText, optional = false): Record<string, unknown> {
+  const value = parseBodyText(body, optional);
+  if (value === undefined) return {};
+  if (!isObject(value)) throw new TerrariumError("INVALID_INPUT", "the body must be a JSON object");
+  return value;
 }
 
 /** The body as a JSON object ({} when empty and optional). */
 export async function jsonBody(c: AppContext, optional = false): Promise<Record<string, unknown>> {
-  const value = await jsonValue(c, optional);
-  if (value === undefined) return {};
-  if (!isObject(value)) throw new TerrariumError("INVALID_INPUT", "the body must be a JSON object");
-  return value;
+  return parseBodyObject(bodyTextOf(c), optional);
 }
 
 /** The session, if it exists and belongs to the caller (others' sessions look like missing ones). */
@@ -66,9 +96,18 @@ export async function ownSession(
   c: AppContext,
   id: string | undefined,
 ): Promise<SessionRecord | undefined> {
+  return ownSessionOf(engine, c.get("owner"), id);
+}
+
+/** `ownSession` for a caller known by its token's hash (undefined on an open server). */
+export async function ownSessionOf(
+  engine: Engine,
+  owner: string | undefined,
+  id: string | undefined,
+): Promise<SessionRecord | undefined> {
   if (!id) return undefined;
   const record = await engine.store.getSession(id);
-  return record && record.owner === c.get("owner") ? record : undefined;
+  return record && record.owner === owner ? record : undefined;
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -29,6 +29,7 @@ import { ProxySimulator } from "../sim/simulators/proxy.js";
 import { type StateUpdateRequest, updateStateWithModel } from "../sim/state-updater.js";
 import { isSimulatorName, SIMULATOR_NAMES, type Simulator, type SimulatorName } from "../sim/types.js";
 import { createApp } from "./app.js";
+import { withFastPath } from "./fast-path.js";
 import type { UsageEvent } from "./gecko-routes.js";
 import { ServerMetrics } from "./metrics.js";
 import { describePolicy, type ServerProfile, semanticValidationOf } from "./profile.js";
@@ -501,7 +502,9 @@ export async function startServer(options: ServeOptions): Promise<{
     throw new TerrariumError("INVALID_INPUT", `the port must be an integer from 0 to 65535, got ${port}`);
   }
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
+    // POST /sessions/{id}/calls is answered on Node's request itself, the rest by Hono (fast-path.ts).
+    const listen = { fetch: app.fetch, port, hostname: host, createServer: withFastPath(app) };
+    const server = serve(listen, (info) => {
       server.off("error", failed);
       let closing: Promise<ShutdownReport> | undefined;
       const shutdown = async (

@@ -1,7 +1,18 @@
 import { TerrariumError } from "../core/errors.js";
-import type { Engine, SimulatorPolicy } from "../sim/engine.js";
+import type { CallOutcome, Engine, SimulatorPolicy } from "../sim/engine.js";
 import { isSimulatorName, SIMULATOR_NAMES } from "../sim/types.js";
-import { type AppContext, isObject, jsonBody, jsonValue, ownSession, shortJson } from "./http.js";
+import {
+  type AppContext,
+  type BodyText,
+  bodyTextOf,
+  isObject,
+  jsonBody,
+  jsonValue,
+  ownSession,
+  ownSessionOf,
+  parseBodyObject,
+  shortJson,
+} from "./http.js";
 import { answeringQuota, QuotaGuard } from "./quotas.js";
 import type { Route } from "./route-table.js";
 import { SCHEMAS, SESSION_PATH, TERRARIUM_ERROR } from "./schemas.js";
@@ -319,13 +330,8 @@ export function terrariumRoutes(
         "400": BAD_REQUEST,
         "404": NOT_FOUND,
       },
-      handle: async (c, params) => {
-        const record = await session(c, params.id);
-        const body = await jsonBody(c);
-        if (typeof body.name !== "string")
-          throw new TerrariumError("INVALID_INPUT", 'the body must be {"name": string, "arguments": object}');
-        return c.json(await engine.call(record.id, { name: body.name, arguments: body.arguments ?? {} }));
-      },
+      handle: async (c, params) =>
+        c.json(await sessionCall(engine, c.get("owner"), params.id, bodyTextOf(c))),
     },
     {
       method: "GET",
@@ -395,6 +401,25 @@ export function terrariumRoutes(
       handle: (c) => c.json(engine.catalog.toJSON()),
     },
   ];
+}
+
+/**
+ * POST /sessions/{id}/calls once its body is read: the caller's session (others' look missing), the body
+ * `{name, arguments}`, the engine's outcome. The route and the server's fast path (fast-path.ts) both
+ * answer through it, so they refuse alike and in the same order.
+ */
+export async function sessionCall(
+  engine: Engine,
+  owner: string | undefined,
+  id: string | undefined,
+  read: BodyText,
+): Promise<CallOutcome> {
+  const record = await ownSessionOf(engine, owner, id);
+  if (!record) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+  const body = parseBodyObject(read);
+  if (typeof body.name !== "string")
+    throw new TerrariumError("INVALID_INPUT", 'the body must be {"name": string, "arguments": object}');
+  return engine.call(record.id, { name: body.name, arguments: body.arguments ?? {} });
 }
 
 const POLICY_KEYS = ["read", "write", "unknown", "default"];

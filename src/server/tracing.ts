@@ -1,7 +1,9 @@
+import type { IncomingHttpHeaders } from "node:http";
 import {
   type Attributes,
   type Context,
   context,
+  ProxyTracerProvider,
   propagation,
   type Span,
   SpanKind,
@@ -48,13 +50,49 @@ function tracer() {
   return trace.getTracer(TRACER_NAME);
 }
 
+/** Reads propagation headers from a Node request's headers (what `HEADERS_GETTER` reads of a web request's). */
+const NODE_HEADERS_GETTER: TextMapGetter<IncomingHttpHeaders> = {
+  get: (headers, key) => {
+    const value = headers[key];
+    return Array.isArray(value) ? value.join(", ") : value;
+  },
+  keys: (headers) => Object.keys(headers),
+};
+
+/**
+ * Whether spans are recorded: a tracer provider is registered (checked each time, as `tracer()` does).
+ * Without one every span is a no-op, so a request need not make any (nor switch contexts for them).
+ */
+export function tracingEnabled(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+}
+
 /** Starts the span of one HTTP request (its name is completed with the route once it is known). */
 export function startHttpSpan(
   method: string,
   path: string,
   headers: Headers,
 ): { span: Span; context: Context } {
-  const parent = propagation.extract(context.active(), headers, HEADERS_GETTER);
+  return startSpanFrom(method, path, headers, HEADERS_GETTER);
+}
+
+/** `startHttpSpan` for a request read from Node's `IncomingMessage` (the server's fast path). */
+export function startNodeHttpSpan(
+  method: string,
+  path: string,
+  headers: IncomingHttpHeaders,
+): { span: Span; context: Context } {
+  return startSpanFrom(method, path, headers, NODE_HEADERS_GETTER);
+}
+
+function startSpanFrom<T>(
+  method: string,
+  path: string,
+  headers: T,
+  getter: TextMapGetter<T>,
+): { span: Span; context: Context } {
+  const parent = propagation.extract(context.active(), headers, getter);
   const span = tracer().startSpan(
     method,
     {
@@ -93,6 +131,8 @@ export async function traceToolCall(
   tool: string,
   run: () => Promise<CallOutcome>,
 ): Promise<CallOutcome> {
+  // No provider: the span would record nothing, and entering its context costs a share of a small call.
+  if (!tracingEnabled()) return run();
   const span = tracer().startSpan(`tool ${tool}`, {
     kind: SpanKind.INTERNAL,
     attributes: { [SPAN_ATTRIBUTES.tool]: tool, [SPAN_ATTRIBUTES.sessionId]: sessionId },

@@ -1,0 +1,209 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Engine } from "../sim/engine.js";
+import { hashToken, readLimited } from "./http.js";
+import { errorCodeOf, type ServerMetrics } from "./metrics.js";
+import type { Drain } from "./shutdown.js";
+import { sessionCall } from "./terrarium-routes.js";
+import { endHttpSpan, startNodeHttpSpan, tracingEnabled, withSpanContext } from "./tracing.js";
+
+/**
+ * The server's fast path: `POST /sessions/{id}/calls`, the route an agent or a trainer calls in a loop,
+ * answered straight on Node's request and response, without Hono and without web `Request`/`Response`
+ * objects (which, with the adapter between them and Node, cost more than the route itself). It answers
+ * exactly as the app does (app.ts): the same request id, token and owner checks, body limits, errors,
+ * metrics, spans and drain behaviour, through the same `sessionCall`. Anything it is not sure to answer
+ * alike it leaves to the app before reading a byte of the body: other routes, paths that need decoding or
+ * normalising, unusual Host headers, refused tokens, declared bodies over the limit, and every request
+ * once the server drains.
+ */
+export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/** What the fast path needs of the app (createApp builds it from its own options and answers). */
+export interface FastPathOptions {
+  engine: Engine;
+  metrics: ServerMetrics;
+  /** Hashes of the accepted tokens (empty: an open server). */
+  tokens: ReadonlySet<string>;
+  maxBody: number;
+  /** Past `maxBody`, how many more bytes are read and dropped before a 413. */
+  drainLimit: number;
+  maxDepth: number;
+  drain: Drain | undefined;
+  /** The app's answer to an error of a terrarium route (its 500s are logged under the request id). */
+  answer: (error: unknown, requestId: string, request: string) => Response;
+  /** The app's 413. */
+  tooLarge: () => Response;
+  /** The code an error answer was given, when the app recorded one (else metrics read it from the body). */
+  answeredCode: (response: Response) => string | undefined;
+}
+
+/** The route template, as metrics and spans name it. */
+const CALLS_ROUTE = "/sessions/{id}/calls";
+/** Paths taken as they are: no percent-encoding, dot segment, query or trailing slash to interpret. */
+const CALLS_PATH = /^\/sessions\/([A-Za-z0-9_-]{1,200})\/calls$/;
+/** Host headers node-server takes as they are (others it parses, and may refuse). */
+const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
+/** The app's rule for a client's x-request-id (app.ts). */
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const BEARER = /^Bearer\s+(.+)$/i;
+
+const FAST_PATHS = new WeakMap<object, FastPath>();
+
+let taken = 0;
+/** How many requests fast paths of this process have taken (tests check the path they mean to test). */
+export function fastPathTaken(): number {
+  return taken;
+}
+
+/** Records the fast path of an app (createApp does). */
+export function setFastPath(app: object, fastPath: FastPath): void {
+  FAST_PATHS.set(app, fastPath);
+}
+
+/**
+ * `createServer` for node-server's `serve`: the app's fast path first, its listener (Hono) for the rest.
+ * TERRARIUM_HTTP_FAST_PATH=0 leaves everything to Hono (to compare the two).
+ */
+export function withFastPath(app: object): typeof createServer {
+  const fast = process.env.TERRARIUM_HTTP_FAST_PATH === "0" ? undefined : FAST_PATHS.get(app);
+  return ((options: object, listener: (request: IncomingMessage, response: ServerResponse) => void): Server =>
+    createServer(
+      options,
+      fast
+        ? (request, response) => {
+            if (!fast(request, response)) listener(request, response);
+          }
+        : listener,
+    )) as typeof createServer;
+}
+
+/**
+ * A header as the app reads it through node-server: every occurrence joined with ", " (Node's own
+ * `headers` keeps only the first Authorization or Content-Type). Node has trimmed the values already.
+ */
+function header(raw: string[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const key = raw[i] as string;
+    if (key.length !== name.length || key.toLowerCase() !== name) continue;
+    const item = raw[i + 1] as string;
+    value = value === undefined ? item : `${value}, ${item}`;
+  }
+  return value;
+}
+
+export function createFastPath(options: FastPathOptions): FastPath {
+  const { engine, metrics, tokens, maxBody, drainLimit, maxDepth } = options;
+
+  const answerCall = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    id: string,
+    owner: string | undefined,
+  ): Promise<void> => {
+    const started = performance.now();
+    const raw = request.rawHeaders;
+    const given = header(raw, "x-request-id");
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    metrics.requestsInFlight(1);
+    const traced = tracingEnabled()
+      ? startNodeHttpSpan("POST", request.url as string, request.headers)
+      : undefined;
+    // The outcome as JSON text, or the app's answer (an error, a 413) as a Response.
+    let answer: string | Response;
+    let dispatched = false;
+    const run = async (): Promise<string | Response> => {
+      const read = await readLimited(request, maxBody, drainLimit);
+      if (read === "too-large") return options.tooLarge();
+      dispatched = true;
+      try {
+        const outcome = await sessionCall(engine, owner, id, {
+          text: read === "not-utf8" ? undefined : read,
+          error: read === "not-utf8" ? "the body is not UTF-8 text" : undefined,
+          contentType: header(raw, "content-type") ?? "",
+          maxDepth,
+        });
+        return JSON.stringify(outcome);
+      } catch (error) {
+        return options.answer(error, requestId, `POST ${CALLS_ROUTE}`);
+      }
+    };
+    try {
+      answer = traced ? await withSpanContext(traced.context, run) : await run();
+    } catch (error) {
+      // The body could not be read (the client went away): the app's error handler answers it.
+      answer = options.answer(error, requestId, `POST ${CALLS_ROUTE}`);
+    }
+    const status = typeof answer === "string" ? 200 : answer.status;
+    metrics.requestsInFlight(-1);
+    let code: string | undefined;
+    // node-server writes a Response whose body was read for its code (cloned) with a lower-case header.
+    let lengthName = "Content-Length";
+    if (typeof answer !== "string" && status >= 400) {
+      code = options.answeredCode(answer);
+      if (code === undefined) {
+        code = await errorCodeOf(answer);
+        lengthName = "content-length";
+      }
+    }
+    metrics.observeHttp({
+      method: "POST",
+      route: CALLS_ROUTE,
+      status,
+      seconds: (performance.now() - started) / 1000,
+      ...(code !== undefined ? { code } : {}),
+    });
+    if (traced) {
+      const session = dispatched ? id : header(raw, "x-session-id")?.slice(0, 200);
+      endHttpSpan(traced.span, "POST", CALLS_ROUTE, status, session);
+    }
+    const closing = options.drain?.isDraining === true;
+    if (typeof answer === "string") {
+      const headers: Record<string, string | number> = {
+        "content-type": "application/json",
+        "x-request-id": requestId,
+        "Content-Length": Buffer.byteLength(answer),
+      };
+      if (closing) headers.connection = "close";
+      response.writeHead(200, headers);
+      response.end(answer);
+      return;
+    }
+    const headers: Record<string, string | number> = {};
+    answer.headers.forEach((value, key) => {
+      headers[key] = value;
+    });
+    headers["x-request-id"] = requestId;
+    if (closing) headers.connection = "close";
+    const text = await answer.text();
+    headers[lengthName] = Buffer.byteLength(text);
+    response.writeHead(status, headers);
+    response.end(text);
+  };
+
+  return (request, response) => {
+    if (request.method !== "POST") return false;
+    const match = CALLS_PATH.exec(request.url ?? "");
+    if (!match || options.drain?.isDraining) return false;
+    if (!PLAIN_HOST.test(request.headers.host ?? "")) return false;
+    const raw = request.rawHeaders;
+    const declared = header(raw, "content-length");
+    if (declared !== undefined && Number(declared) > maxBody && !header(raw, "transfer-encoding"))
+      return false;
+    let owner: string | undefined;
+    if (tokens.size > 0) {
+      const token = BEARER.exec(header(raw, "authorization") ?? "")?.[1]?.trim();
+      const hash = token ? hashToken(token) : undefined;
+      owner = hash && tokens.has(hash) ? hash : undefined;
+      // The app answers the 401 (and reads the body away first).
+      if (!owner) return false;
+    }
+    taken++;
+    answerCall(request, response, match[1] as string, owner).catch(() => {
+      // Only writing the answer can fail here, when the client is gone: nothing to answer.
+      if (!response.headersSent) response.destroy();
+    });
+    return true;
+  };
+}
