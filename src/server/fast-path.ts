@@ -93,6 +93,38 @@ function header(raw: string[], name: string): string | undefined {
   return value;
 }
 
+/** The headers the fast path reads, as `header` reads each, in one pass over the raw headers. */
+interface Wanted {
+  "x-request-id"?: string;
+  "content-type"?: string;
+  "content-length"?: string;
+  "transfer-encoding"?: string;
+  authorization?: string;
+}
+
+function wantedHeaders(raw: string[]): Wanted {
+  const found: Wanted = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const key = raw[i] as string;
+    // Only names of these lengths can be wanted: the others are not lower-cased.
+    const length = key.length;
+    if (length !== 12 && length !== 13 && length !== 14 && length !== 17) continue;
+    const name = key.toLowerCase();
+    if (
+      name !== "x-request-id" &&
+      name !== "content-type" &&
+      name !== "content-length" &&
+      name !== "transfer-encoding" &&
+      name !== "authorization"
+    )
+      continue;
+    const value = raw[i + 1] as string;
+    const before = found[name];
+    found[name] = before === undefined ? value : `${before}, ${value}`;
+  }
+  return found;
+}
+
 export function createFastPath(options: FastPathOptions): FastPath {
   const { engine, metrics, tokens, maxBody, drainLimit, maxDepth } = options;
 
@@ -101,10 +133,10 @@ export function createFastPath(options: FastPathOptions): FastPath {
     response: ServerResponse,
     id: string,
     owner: string | undefined,
+    sent: Wanted,
   ): Promise<void> => {
     const started = performance.now();
-    const raw = request.rawHeaders;
-    const given = header(raw, "x-request-id");
+    const given = sent["x-request-id"];
     const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
     metrics.requestsInFlight(1);
     const traced = tracingEnabled()
@@ -121,7 +153,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
         const outcome = await sessionCall(engine, owner, id, {
           text: read === "not-utf8" ? undefined : read,
           error: read === "not-utf8" ? "the body is not UTF-8 text" : undefined,
-          contentType: header(raw, "content-type") ?? "",
+          contentType: sent["content-type"] ?? "",
           maxDepth,
         });
         return JSON.stringify(outcome);
@@ -155,7 +187,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
       ...(code !== undefined ? { code } : {}),
     });
     if (traced) {
-      const session = dispatched ? id : header(raw, "x-session-id")?.slice(0, 200);
+      const session = dispatched ? id : header(request.rawHeaders, "x-session-id")?.slice(0, 200);
       endHttpSpan(traced.span, "POST", CALLS_ROUTE, status, session);
     }
     const closing = options.drain?.isDraining === true;
@@ -187,20 +219,19 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const match = CALLS_PATH.exec(request.url ?? "");
     if (!match || options.drain?.isDraining) return false;
     if (!PLAIN_HOST.test(request.headers.host ?? "")) return false;
-    const raw = request.rawHeaders;
-    const declared = header(raw, "content-length");
-    if (declared !== undefined && Number(declared) > maxBody && !header(raw, "transfer-encoding"))
-      return false;
+    const headers = wantedHeaders(request.rawHeaders);
+    const declared = headers["content-length"];
+    if (declared !== undefined && Number(declared) > maxBody && !headers["transfer-encoding"]) return false;
     let owner: string | undefined;
     if (tokens.size > 0) {
-      const token = BEARER.exec(header(raw, "authorization") ?? "")?.[1]?.trim();
+      const token = BEARER.exec(headers.authorization ?? "")?.[1]?.trim();
       const hash = token ? hashToken(token) : undefined;
       owner = hash && tokens.has(hash) ? hash : undefined;
       // The app answers the 401 (and reads the body away first).
       if (!owner) return false;
     }
     taken++;
-    answerCall(request, response, match[1] as string, owner).catch(() => {
+    answerCall(request, response, match[1] as string, owner, headers).catch(() => {
       // Only writing the answer can fail here, when the client is gone: nothing to answer.
       if (!response.headersSent) response.destroy();
     });
