@@ -63,6 +63,13 @@ export class SqliteStore implements Store {
    * process extended, or a transaction that rolled back, is read again from the file.
    */
   private readonly chains = new Lru<string, Chain>(STATE_CACHE_SIZE);
+  /**
+   * Each recent session's record, parsed, beside the text it was parsed from (a call reads the text and
+   * parses it only when it differs), and its last call's index and time, written here (a call's head
+   * finds the index by key and reads the time from the entry's JSON only when the index is not this one).
+   */
+  private readonly records = new Lru<string, { text: string; record: SessionRecord }>(STATE_CACHE_SIZE);
+  private readonly lastCalls = new Lru<string, { index: number; at: string }>(STATE_CACHE_SIZE);
   /** Writes waiting for the next group commit (see `groupCommit`). */
   private queue: QueuedWrite[] = [];
   private committed = 0;
@@ -141,9 +148,28 @@ export class SqliteStore implements Store {
         "SELECT idx, at, reason, checkpoint, changes FROM snapshots WHERE session = ? ORDER BY idx",
       ),
       insertHistory: db.prepare("INSERT INTO history (session, idx, entry) VALUES (?, ?, ?)"),
-      // The next index from the primary key's last row: counting the rows would grow with the history.
-      lastCall: db.prepare<[string], { idx: number; at: string | null }>(
-        "SELECT idx, json_extract(entry, '$.at') AS at FROM history WHERE session = ? ORDER BY idx DESC LIMIT 1",
+      // What a call reads first, in one statement: the record, the latest snapshot's index and the last
+      // call's index (each the last row of its primary key; nothing here grows with the history).
+      head: db.prepare<
+        [string, string, string],
+        { record: string; snapshot: number | null; call: number | null }
+      >(
+        `SELECT record,
+           (SELECT idx FROM snapshots WHERE session = ? ORDER BY idx DESC LIMIT 1) AS snapshot,
+           (SELECT idx FROM history WHERE session = ? ORDER BY idx DESC LIMIT 1) AS call
+         FROM sessions WHERE id = ?`,
+      ),
+      // The same for a write, inside its transaction: whether the session is there, and where both end.
+      writeHead: db.prepare<
+        [string, string, string],
+        { present: number | null; snapshot: number | null; call: number | null }
+      >(
+        `SELECT (SELECT 1 FROM sessions WHERE id = ?) AS present,
+           (SELECT idx FROM snapshots WHERE session = ? ORDER BY idx DESC LIMIT 1) AS snapshot,
+           (SELECT idx FROM history WHERE session = ? ORDER BY idx DESC LIMIT 1) AS call`,
+      ),
+      callAt: db.prepare<[string, number], { at: string | null }>(
+        "SELECT json_extract(entry, '$.at') AS at FROM history WHERE session = ? AND idx = ?",
       ),
       allHistory: db.prepare<[string], { entry: string }>(
         "SELECT entry FROM history WHERE session = ? ORDER BY idx",
@@ -174,15 +200,38 @@ export class SqliteStore implements Store {
   }
 
   async head(id: string): Promise<SessionHead> {
-    const row = this.statements.getSession.get(id);
-    if (!row) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
-    const snapshot = await this.latestSnapshot(id);
-    const last = this.statements.lastCall.get(id);
+    const row = this.statements.head.get(id, id, id);
+    if (!row || row.snapshot === null)
+      throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    const snapshot = this.readSnapshot(id, row.snapshot) as Snapshot;
     return {
-      record: JSON.parse(row.record) as SessionRecord,
+      record: this.parsedRecord(id, row.record),
       snapshot,
-      ...(last ? { lastCall: { index: last.idx, at: last.at ?? snapshot.at } } : {}),
+      ...(row.call !== null
+        ? { lastCall: { index: row.call, at: this.callTime(id, row.call, snapshot.at) } }
+        : {}),
     };
+  }
+
+  /**
+   * The record read as `text`, parsed once for as long as the text stays the same. Frozen: the head is
+   * the engine's own read, and the same object serves every call.
+   */
+  private parsedRecord(id: string, text: string): SessionRecord {
+    const cached = this.records.get(id);
+    if (cached?.text === text) return cached.record;
+    const record = toImmutableJson(JSON.parse(text)) as SessionRecord;
+    this.records.set(id, { text, record });
+    return record;
+  }
+
+  /** When call `index` of the session ran (`fallback` for an entry without a time). */
+  private callTime(id: string, index: number, fallback: string): string {
+    const cached = this.lastCalls.get(id);
+    if (cached?.index === index) return cached.at;
+    const at = this.statements.callAt.get(id, index)?.at ?? fallback;
+    this.lastCalls.set(id, { index, at });
+    return at;
   }
 
   async listSessions(owner?: string): Promise<SessionRecord[]> {
@@ -199,6 +248,8 @@ export class SqliteStore implements Store {
   async deleteSession(id: string): Promise<boolean> {
     this.latest.delete(id);
     this.chains.delete(id);
+    this.records.delete(id);
+    this.lastCalls.delete(id);
     return this.db.transaction(() => {
       const checkpoints = this.statements.sessionCheckpoints.all(id).map((row) => row.checkpoint);
       this.statements.deleteSnapshots.run(id);
@@ -244,17 +295,18 @@ export class SqliteStore implements Store {
     state?: StepState,
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
-    // The changes from the latest state; cheap when `next` was made from it (shared structure).
-    const previous = next === undefined ? undefined : await this.latestSnapshot(id);
     const written = await this.groupCommit(() => {
-      this.requireSession(id);
-      const full: HistoryEntry = {
-        ...entry,
-        index: (this.statements.lastCall.get(id)?.idx ?? -1) + 1,
-      };
-      if (previous && state) {
-        const index = previous.index + 1;
-        this.writeSnapshot(id, index, entry.at, state.reason, previous.state, next, state.changes);
+      // Where the session's snapshots and history end, read in the write's own transaction: one statement.
+      const head = this.statements.writeHead.get(id, id, id);
+      if (!head?.present || head.snapshot === null)
+        throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+      const full: HistoryEntry = { ...entry, index: (head.call ?? -1) + 1 };
+      if (state) {
+        const index = head.snapshot + 1;
+        // The state before is read only to diff it: exact changes are written as they are.
+        const before =
+          state.changes === undefined ? (this.readSnapshot(id, head.snapshot) as Snapshot).state : undefined;
+        this.writeSnapshot(id, index, entry.at, state.reason, before, next, state.changes);
         full.snapshot = index;
       }
       this.statements.insertHistory.run(id, full.index, JSON.stringify(full));
@@ -262,6 +314,7 @@ export class SqliteStore implements Store {
     });
     if (written.snapshot !== undefined && state)
       this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
+    this.lastCalls.set(id, { index: written.index, at: written.at });
     return written;
   }
 
@@ -334,6 +387,20 @@ export class SqliteStore implements Store {
     if (!this.db.open) {
       const closed = new TerrariumError("STORE_UNAVAILABLE", "the session store is closed");
       for (const write of batch) write.reject(closed);
+      return;
+    }
+    if (batch.length === 1) {
+      // Alone in its transaction, a write needs no savepoint: its failure takes back the transaction.
+      const write = batch[0] as QueuedWrite;
+      let value: unknown;
+      try {
+        value = this.transaction(write.work);
+      } catch (error) {
+        write.reject(error);
+        return;
+      }
+      this.committed++;
+      write.resolve(value);
       return;
     }
     let outcomes: Array<{ value: unknown } | { error: unknown }>;

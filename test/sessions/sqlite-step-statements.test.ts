@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/sessions/index.js";
+import type { HistoryEntry } from "../../src/sessions/types.js";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function file(): string {
+  const dir = mkdtempSync(join(tmpdir(), "terrarium-sqlite-step-"));
+  dirs.push(dir);
+  return join(dir, "sessions.sqlite");
+}
+
+const step = (n: number): Omit<HistoryEntry, "index" | "snapshot"> => ({
+  at: new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString(),
+  request: { name: "inc", arguments: { n } },
+  result: { status: "ok", observation: { n }, changes: [], errors: [] },
+  simulator: "code",
+});
+
+/** Counts the statements the store runs, by wrapping each prepared statement it holds. */
+function countStatements(store: SqliteStore): { count: number } {
+  const counter = { count: 0 };
+  const statements = (store as unknown as { statements: Record<string, Record<string, unknown>> }).statements;
+  for (const statement of Object.values(statements)) {
+    for (const method of ["get", "run", "all"]) {
+      const original = statement[method] as (...args: unknown[]) => unknown;
+      statement[method] = (...args: unknown[]) => {
+        counter.count++;
+        return original.apply(statement, args);
+      };
+    }
+  }
+  return counter;
+}
+
+describe("SQLite store: a call's reads and write", () => {
+  it("reads a call's head in one statement and writes its step in three", async () => {
+    const store = new SqliteStore(file());
+    await store.createSession({ id: "s", createdAt: "2025-01-01T00:00:00.000Z", seed: "1" }, { n: 0 });
+    await store.appendStep("s", step(1), {
+      state: { n: 1 },
+      reason: "step",
+      changes: [{ op: "replace", path: "/n", before: 0, after: 1 }],
+    });
+    const counter = countStatements(store);
+    for (let n = 2; n < 12; n++) {
+      const head = await store.head("s");
+      expect(head.lastCall?.index).toBe(n - 2);
+      await store.appendStep("s", step(n), {
+        state: { n },
+        reason: "step",
+        changes: [{ op: "replace", path: "/n", before: n - 1, after: n }],
+      });
+    }
+    // Per call: the head (record, latest snapshot and last call at once), then the write's own head, the
+    // snapshot's changes and the history entry. The cached state and chain spare every other read.
+    expect(counter.count / 10).toBeLessThanOrEqual(4);
+    await store.close();
+  });
+
+  it("sees calls and snapshots another connection wrote, whatever it cached", async () => {
+    const path = file();
+    const one = new SqliteStore(path);
+    const two = new SqliteStore(path);
+    await one.createSession({ id: "s", createdAt: "2025-01-01T00:00:00.000Z", seed: "1" }, { n: 0 });
+    await one.appendStep("s", step(1), { state: { n: 1 }, reason: "step" });
+    expect((await one.head("s")).lastCall).toEqual({ index: 0, at: step(1).at });
+    // The other connection moves the session on: the first one's caches no longer describe it.
+    await two.appendStep("s", step(5), { state: { n: 5 }, reason: "step" });
+    const head = await one.head("s");
+    expect(head.lastCall).toEqual({ index: 1, at: step(5).at });
+    expect(head.snapshot).toMatchObject({ index: 2, state: { n: 5 } });
+    expect(head.record).toMatchObject({ id: "s", seed: "1" });
+    // A write after it lands after the other connection's, with the right index.
+    const entry = await one.appendStep("s", step(6), { state: { n: 6 }, reason: "step" });
+    expect([entry.index, entry.snapshot]).toEqual([2, 3]);
+    expect((await two.history("s")).map((e) => e.index)).toEqual([0, 1, 2]);
+    expect((await two.snapshot("s", 3))?.state).toEqual({ n: 6 });
+    await one.close();
+    await two.close();
+  });
+
+  it("refuses a step on a session that does not exist, and stores nothing of it", async () => {
+    const store = new SqliteStore(file());
+    await expect(
+      store.appendStep("missing", step(1), { state: { n: 1 }, reason: "step" }),
+    ).rejects.toMatchObject({ code: "UNKNOWN_SESSION" });
+    await expect(store.head("missing")).rejects.toMatchObject({ code: "UNKNOWN_SESSION" });
+    await store.close();
+  });
+});
