@@ -25,9 +25,26 @@ export function parseJsonText(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH, w
   } catch (error) {
     throw new TerrariumError("INVALID_INPUT", `${what} is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof value === "object" && value !== null) checkJsonText(text, maxDepth, what);
-  else if (typeof value === "number") checkNumber(text.trim(), [], what);
+  if (typeof value === "object" && value !== null) {
+    if (!needsCheck(text, maxDepth)) return value;
+    checkJsonText(text, maxDepth, what);
+  } else if (typeof value === "number") checkNumber(text.trim(), [], what);
   return value;
+}
+
+/**
+ * Numbers `checkNumber` could refuse: 16 digits in a row (an integer past 2^53, or a huge one), or an
+ * exponent. Matched anywhere, strings included: a match only means the full check runs.
+ */
+const NUMBER_TO_CHECK = /[0-9]{16}|[0-9.][eE]/;
+
+/**
+ * Whether text JSON.parse accepted could fail `checkJsonText`: deeper than `maxDepth` needs more than
+ * `maxDepth` opening brackets and as many closing ones, and a number to refuse matches NUMBER_TO_CHECK.
+ * Small messages (a step, a call) skip the walk, which cost as much as parsing them.
+ */
+export function needsCheck(text: string, maxDepth: number): boolean {
+  return text.length > 2 * maxDepth || NUMBER_TO_CHECK.test(text);
 }
 
 interface Frame {
