@@ -67,7 +67,11 @@ export function toImmutableJsonAt(
   return convert(value, depth, undefined, resolve);
 }
 
-/** Whether `value` is a container made by `toImmutableJson` (or adopted): final, frozen, shareable. */
+/**
+ * Whether `value` is a container made by `toImmutableJson` (or adopted): final, immutable, shareable.
+ * Ask this, not `Object.isFrozen`: a large object of a state may be a persistent record, immutable but
+ * not frozen (see `persistent-record.ts`).
+ */
 export function isImmutableJson(value: unknown): boolean {
   return typeof value === "object" && value !== null && Final.has(value);
 }
@@ -79,6 +83,16 @@ export function isImmutableJson(value: unknown): boolean {
 export function adoptImmutable<T extends object>(container: T): T {
   Final.stamp(container);
   Object.freeze(container);
+  return container;
+}
+
+/**
+ * Marks as final a container that is immutable without being frozen: a persistent record's proxy (see
+ * `persistent-record.ts`), which refuses every write itself and cannot be frozen (a Proxy over a frozen
+ * target would have to list the target's keys).
+ */
+export function markImmutable<T extends object>(container: T): T {
+  Final.stamp(container);
   return container;
 }
 

@@ -2,6 +2,15 @@ import { TerrariumError } from "../core/errors.js";
 import { adoptImmutable, isImmutableJson, toImmutableJsonAt } from "../core/immutable-json.js";
 import { diffJson, type JsonChange } from "../core/json-diff.js";
 import { escapeToken } from "../core/json-pointer.js";
+import {
+  freezeRecord,
+  isArrayIndexKey,
+  isRecord,
+  isWritableRecord,
+  recordPosition,
+  recordThreshold,
+  writableRecordOf,
+} from "../core/persistent-record.js";
 
 /**
  * Copy-on-write drafts of immutable JSON states, for TypeScript tool code.
@@ -32,7 +41,10 @@ interface Draft {
   proxy: object;
   /** The writable copy, made by the first write; undefined while the draft is unchanged. */
   copy: (Record<string, unknown> & unknown[]) | undefined;
-  /** `Object.keys(base)`, kept from making the copy (objects): the order changes are reported in. */
+  /**
+   * `Object.keys(base)`, kept from making a plain copy (objects): the order changes are reported in. A
+   * record's copy (see below) has none: its positions give the order.
+   */
   baseKeys: string[] | undefined;
   /** Drafts handed out for members of `base`, by key. */
   children: Map<string, Draft> | undefined;
@@ -68,14 +80,29 @@ function childFor(draft: Draft, key: string, value: unknown): unknown {
   return child.proxy;
 }
 
-/** Copies the draft's container (and its parents' containers, which will hold the new one). */
+/**
+ * Copies the draft's container (and its parents' containers, which will hold the new one). A large object
+ * is not copied key by key: its copy is a writable persistent record (`persistent-record.ts`) that shares
+ * the base's content, and each write to it costs O(log n). A plain object that reaches the threshold
+ * becomes one when first written (one O(n) copy, as before), and stays one in the states that follow.
+ */
 function markChanged(draft: Draft): void {
   let current: Draft | undefined = draft;
   while (current !== undefined && current.copy === undefined) {
     const base = current.base;
     if (current.array) current.copy = base.slice() as Draft["base"];
+    else if (isRecord(base)) current.copy = writableRecordOf(base) as Draft["base"];
     else {
       const keys = Object.keys(base);
+      if (keys.length >= recordThreshold()) {
+        const record = writableRecordOf(base, keys);
+        if (record !== undefined) {
+          current.baseKeys = keys;
+          current.copy = record as Draft["base"];
+          current = current.parent;
+          continue;
+        }
+      }
       const copy = Object.create(null) as Draft["base"];
       // A null-prototype object has no `__proto__` setter: every key is stored as data.
       for (let i = 0; i < keys.length; i++) {
@@ -87,6 +114,13 @@ function markChanged(draft: Draft): void {
     }
     current = current.parent;
   }
+}
+
+/** A plain null-prototype copy of a writable record, symbol keys included. */
+function plainCopyOf(record: Draft["base"]): Draft["base"] {
+  const copy = Object.create(null) as Record<string | symbol, unknown>;
+  for (const key of Reflect.ownKeys(record)) copy[key] = record[key as never];
+  return copy as Draft["base"];
 }
 
 function store(target: Record<string, unknown>, key: string, value: unknown): void {
@@ -116,6 +150,9 @@ const objectTraps: ProxyHandler<Draft> = {
       }
       markChanged(draft);
     }
+    // A record holds no array-index keys (JavaScript lists those first): meeting one, it becomes plain.
+    if (typeof key === "string" && isWritableRecord(draft.copy) && isArrayIndexKey(key))
+      draft.copy = plainCopyOf(draft.copy as Draft["base"]);
     if (typeof key === "symbol") (draft.copy as unknown as Record<symbol, unknown>)[key] = value;
     else (draft.copy as Record<string, unknown>)[key] = value;
     if (draft.written === undefined) draft.written = new Set();
@@ -303,9 +340,9 @@ function finish(draft: Draft): unknown {
         else record[key] = converted;
       }
     }
-    result = record;
+    result = isWritableRecord(record) ? freezeRecord(record) : adoptImmutable(record);
   }
-  adoptImmutable(result);
+  if (draft.array) adoptImmutable(result);
   draft.final = result;
   draft.finishing = false;
   return result;
@@ -333,7 +370,9 @@ function changesOf(draft: Draft, after: unknown, path: string, out: JsonChange[]
     else if (Object.hasOwn(record, key)) added.push(key);
   }
   // diffJson's order: the old keys in their order, then the new ones in theirs.
-  if (existing.length > 1) {
+  if (existing.length > 1 && draft.baseKeys === undefined && isRecord(before))
+    existing.sort((a, b) => recordPosition(before, a) - recordPosition(before, b));
+  else if (existing.length > 1) {
     const keys = draft.baseKeys ?? Object.keys(before);
     if (keys.length <= 32) existing.sort((a, b) => keys.indexOf(a) - keys.indexOf(b));
     else {
@@ -354,7 +393,9 @@ function changesOf(draft: Draft, after: unknown, path: string, out: JsonChange[]
     if (child !== undefined && child.base === was && child.final === now) changesOf(child, now, at, out);
     else for (const change of diffJson(was, now, at)) out.push(change);
   }
-  if (added.length > 1) {
+  if (added.length > 1 && isRecord(record))
+    added.sort((a, b) => recordPosition(record, a) - recordPosition(record, b));
+  else if (added.length > 1) {
     const wanted = new Set(added);
     added.length = 0;
     for (const key of Object.keys(record)) if (wanted.has(key)) added.push(key);
