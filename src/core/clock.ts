@@ -49,3 +49,36 @@ function toMillis(time: number | string | Date): number {
 export function isoNow(clock: Clock): string {
   return new Date(clock.now()).toISOString();
 }
+
+/*
+ * A step formats and reads the same instants several times (the engine's time for the call, a tool's
+ * `now()`, the history entry's time read back at the next call): the last answer of each is kept, and
+ * asked again costs a comparison (`toISOString` and `Date.parse` each cost far more than that).
+ */
+let formattedMs = Number.NaN;
+let formatted = "";
+let parsedText: string | undefined;
+let parsedMs = Number.NaN;
+
+/** `new Date(ms).toISOString()`. */
+export function isoTime(ms: number): string {
+  if (ms === formattedMs) return formatted;
+  const text = new Date(ms).toISOString();
+  formattedMs = ms;
+  formatted = text;
+  // The text of a whole millisecond reads back as it: the next parse of it (the call's clock) is known.
+  if (Number.isInteger(ms)) {
+    parsedText = text;
+    parsedMs = ms;
+  }
+  return text;
+}
+
+/** `Date.parse(text)`. */
+export function parseTime(text: string): number {
+  if (text === parsedText) return parsedMs;
+  const ms = Date.parse(text);
+  parsedText = text;
+  parsedMs = ms;
+  return ms;
+}

@@ -2,7 +2,7 @@ import { Catalog } from "../catalog/catalog.js";
 import { closeArgumentObject, emptyArgumentSchema } from "../catalog/json-schema.js";
 import { toJsonSchema2020 } from "../catalog/normalise.js";
 import type { JsonObjectSchema, JsonSchema, Tool, ToolEffect } from "../catalog/tool.js";
-import { type Clock, ManualClock, systemClock } from "../core/clock.js";
+import { type Clock, isoTime, ManualClock, systemClock } from "../core/clock.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { createRandom, type Random, unseededRandom } from "../core/random.js";
@@ -158,7 +158,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
       return this.idSource;
     };
     this.ids = { next: (prefix) => source().next(prefix), uuid: () => source().uuid() };
-    this.now = () => new Date(this.clock.now()).toISOString();
+    this.now = () => isoTime(this.clock.now());
     this.fail = (message, details) => {
       throw new ToolFailure(message, details);
     };

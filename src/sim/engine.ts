@@ -1,6 +1,6 @@
 import type { Catalog } from "../catalog/catalog.js";
 import type { Tool, ToolEffect } from "../catalog/tool.js";
-import { type Clock, ManualClock, systemClock } from "../core/clock.js";
+import { type Clock, isoTime, ManualClock, parseTime, systemClock } from "../core/clock.js";
 import { TerrariumError } from "../core/errors.js";
 import { createIdGenerator, type IdGenerator } from "../core/ids.js";
 import { toImmutableJson } from "../core/immutable-json.js";
@@ -656,7 +656,7 @@ export class Engine {
       readTime(snapshotAt),
       lastCallAt === undefined ? Number.NEGATIVE_INFINITY : readTime(lastCallAt),
     );
-    return new Date(Number.isFinite(latest) && now <= latest ? latest + 1 : now).toISOString();
+    return isoTime(Number.isFinite(latest) && now <= latest ? latest + 1 : now);
   }
 
   private async nextTime(id: string): Promise<string> {
@@ -684,16 +684,32 @@ export class Engine {
    * once it holds the lock, never before.
    */
   private serial<T>(id: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const lock = this.store.withSessionLock?.bind(this.store);
-    const locked = lock ? () => lock(id, task) : task;
-    const next = previous.then(locked, locked);
-    const settled = next.catch(() => undefined);
+    const previous = this.queues.get(id);
+    const store = this.store;
+    const lock = store.withSessionLock;
+    const locked = lock ? () => lock.call(store, id, task) as Promise<T> : task;
+    // Nothing queued on the session: the task starts now (no turn of the microtask queue first).
+    const next = previous === undefined ? startNow(locked) : previous.then(locked, locked);
+    // The queue's tail: settles (never rejects) once the task has, and then leaves the queue if still last.
+    const settled: Promise<void> = next.then(
+      () => this.leave(id, settled),
+      () => this.leave(id, settled),
+    );
     this.queues.set(id, settled);
-    void settled.then(() => {
-      if (this.queues.get(id) === settled) this.queues.delete(id);
-    });
     return next;
+  }
+
+  private leave(id: string, settled: Promise<void>): void {
+    if (this.queues.get(id) === settled) this.queues.delete(id);
+  }
+}
+
+/** Runs `task` now; a synchronous throw becomes a rejection, as it would inside `then`. */
+function startNow<T>(task: () => Promise<T>): Promise<T> {
+  try {
+    return task();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 
@@ -721,7 +737,7 @@ function pointerLength(pointer: string): number {
 
 /** A recorded time in ms (-Infinity when it cannot be read, so it never wins a comparison). */
 function readTime(at: string): number {
-  const ms = Date.parse(at);
+  const ms = parseTime(at);
   return Number.isFinite(ms) ? ms : Number.NEGATIVE_INFINITY;
 }
 

@@ -1,5 +1,5 @@
 import type { Tool } from "../../catalog/tool.js";
-import type { Clock } from "../../core/clock.js";
+import { type Clock, parseTime } from "../../core/clock.js";
 import {
   isReplayingEnvironment,
   type ReplayCall,
@@ -30,7 +30,7 @@ class CallClock implements Clock {
   private next = 0;
 
   startCall(at: string): void {
-    this.next = Math.max(Date.parse(at), this.next);
+    this.next = Math.max(parseTime(at), this.next);
   }
 
   now(): number {
