@@ -26,6 +26,8 @@ interface Kept {
 interface Stored {
   /** The record as JSON text: parsing a small text is cheaper than a structured clone. */
   record: string;
+  /** The record as an immutable tree, made at the first `head`: the engine reads it before every call. */
+  head: SessionRecord | undefined;
   owner: string | undefined;
   snapshots: Kept[];
   /** The latest snapshot, whole: what every call reads. */
@@ -65,6 +67,7 @@ export class MemoryStore implements Store {
     };
     this.sessions.set(record.id, {
       record: JSON.stringify(record),
+      head: undefined,
       owner: record.owner,
       snapshots: [{ ...latest }],
       latest,
@@ -81,8 +84,10 @@ export class MemoryStore implements Store {
 
   async head(id: string): Promise<SessionHead> {
     const stored = this.get(id);
+    // Frozen and shared from call to call: the head is the engine's own read, never handed out.
+    stored.head ??= toImmutableJson(JSON.parse(stored.record)) as SessionRecord;
     return {
-      record: JSON.parse(stored.record) as SessionRecord,
+      record: stored.head,
       // Through latestSnapshot, so a subclass that watches reads sees this one.
       snapshot: await this.latestSnapshot(id),
       ...(stored.lastCall ? { lastCall: { ...stored.lastCall } } : {}),
@@ -158,6 +163,8 @@ export class MemoryStore implements Store {
         { index: stored.latest.index + 1, at: entry.at, reason: state.reason },
         next,
         changes,
+        // The entry's text holds these very changes: its length bounds their size, already measured.
+        changes === entry.result.changes ? text.length : undefined,
       );
     stored.history.push(text);
     stored.lastCall = { index: full.index, at: full.at };
@@ -192,6 +199,7 @@ export class MemoryStore implements Store {
     const last = contents.history[contents.history.length - 1];
     this.sessions.set(record.id, {
       record: JSON.stringify(record),
+      head: undefined,
       owner: record.owner,
       snapshots,
       latest: { index: latest.index, at: latest.at, reason: latest.reason, state: latest.state },
@@ -212,8 +220,9 @@ export class MemoryStore implements Store {
     meta: Omit<Snapshot, "state">,
     state: unknown,
     changes?: readonly JsonChange[],
+    size?: number,
   ): void {
-    const bytes = changes === undefined ? Number.POSITIVE_INFINITY : changesSize(changes);
+    const bytes = changes === undefined ? Number.POSITIVE_INFINITY : (size ?? changesSize(changes));
     if (stored.chain.bytes + bytes <= stored.chain.limit) {
       stored.snapshots.push({ ...meta, changes: (changes ?? []).map(keptChange) });
       stored.chain.length++;
