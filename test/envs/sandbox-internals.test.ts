@@ -183,16 +183,26 @@ const tool = (name: string, code: string, effect: "read" | "write" = "write") =>
 
 const bump = tool("bump", "(ctx) => ++ctx.state.counter");
 
+/** A host for calls whose outcome is thrown away. */
+const HOSTLESS: GuestHost = {
+  now: () => "2025-01-01T00:00:00.000Z",
+  clock: () => 0,
+  random: () => 0,
+  id: () => "id",
+};
+
 describe("sandbox: real engine failures stay in the log", () => {
   it("answers a real trap inside the engine generically, logs the trap and loads a fresh engine", async () => {
     const logged: string[] = [];
     // This thread's engine; for "wreck" its WebAssembly memory is overwritten first, so the engine
-    // itself traps on the call (whatever the trap says: this is the engine's own text).
+    // itself traps on the call (whatever the trap says: this is the engine's own text). The tool runs
+    // once before, so that its compiled image is what the memory holds and the call restores nothing.
     const wrecking = {
       warm: async () => undefined,
       run: async (request: GuestRequest, host: GuestHost, limits: GuestLimits) => {
         const engine = await sandboxEngine();
         if (request.code.includes('"wreck"')) {
+          engine.run(request, HOSTLESS, limits);
           const { memory } = (engine as unknown as { heap: { memory: { buffer: ArrayBuffer } } }).heap;
           new Uint8Array(memory.buffer).fill(0xff);
         }

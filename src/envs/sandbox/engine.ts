@@ -13,7 +13,7 @@ import { isPlainObject } from "../../catalog/json-schema.js";
 import { HeapGuard } from "./heap.js";
 import { GUEST_PRELUDE } from "./prelude.js";
 import type { SourceTapes, SourceUse } from "./protocol.js";
-import { HeapSnapshot } from "./snapshot.js";
+import { DerivedSnapshot, HeapSnapshot } from "./snapshot.js";
 
 /**
  * The QuickJS (WebAssembly) engine that runs sandboxed tools. It runs inside the sandbox's worker threads
@@ -23,7 +23,9 @@ import { HeapSnapshot } from "./snapshot.js";
  * once and snapshotted (snapshot.ts); every call starts from that snapshot and the snapshot is written back
  * after it, so nothing a tool does survives its call, and no call pays for building a context. The guest
  * sees only what the prelude gives it (no file system, network, process, timers or module loader: the
- * release build has none of them, and no module loader is set).
+ * release build has none of them, and no module loader is set). A tool's source is compiled once per
+ * engine and kept in a snapshot of its own (a tool image, see compileImage), so that a call of a known tool
+ * starts from its image and skips compiling.
  *
  * Limits: a time limit (an interrupt handler with a deadline), a memory limit (QuickJS's own limit plus a
  * cap on the WebAssembly heap, see heap.ts, because QuickJS's accounting under Emscripten only counts
@@ -160,8 +162,12 @@ export class SandboxEngine {
   private discarded = false;
   private warm: Warm | undefined;
   private active: ActiveCall | undefined;
-  /** Whether a call ran since the snapshot was last written back. */
+  /** Whether a call ran since a snapshot was last written back. */
   private untidy = false;
+  /** The tool image whose snapshot the memory holds (when tidy); undefined for the base snapshot. */
+  private shown: ToolImage | undefined;
+  /** How long the last call spent making a tool image (ms), 0 when it made none. */
+  imageMs = 0;
 
   private constructor(
     private readonly module: QuickJSWASMModule,
@@ -225,11 +231,27 @@ export class SandboxEngine {
     }
   }
 
-  /** Writes the snapshot back after a call run with `tidyLater`. */
+  /** Writes the snapshot back after a call run with `tidyLater` (the last call's tool image, if it had one). */
   tidy(): void {
-    if (!this.untidy) return;
-    this.warm?.snapshot.restore();
+    if (this.untidy) this.show(this.shown);
+  }
+
+  /** Puts the memory at a tool image's snapshot (undefined: the base snapshot), unless it is there. */
+  private show(image: ToolImage | undefined): void {
+    if (!this.untidy && this.shown === image) return;
+    if (image) image.snapshot.restore();
+    else this.warm?.snapshot.restore();
+    this.shown = image;
     this.untidy = false;
+  }
+
+  /** The largest free block of a snapshot's heap (the memory must be at that snapshot now). */
+  private freeOf(holder: { free?: { size: number; bytes: number } }): number {
+    const size = this.heap.memory.buffer.byteLength;
+    if (holder.free === undefined || holder.free.size !== size) {
+      holder.free = { size, bytes: this.heap.freeSpace() };
+    }
+    return holder.free.bytes;
   }
 
   /** Forgets this engine: the next call to sandboxEngine() loads a new module. */
@@ -272,6 +294,11 @@ export class SandboxEngine {
             this.heap.unguarded(() => {
               const call = this.active;
               if (!call) throw new Error("no call is running");
+              if (call.compiling) {
+                // A source that takes values while it is evaluated is compiled with each call instead.
+                call.impure = true;
+                throw new Error("no values while the tool is compiled");
+              }
               return body(call, ...args);
             }),
           ),
@@ -307,8 +334,22 @@ export class SandboxEngine {
       // The prelude's closure keeps the host object and its functions alive; only `drive` is held here.
       const drive = unwrap(context, context.callFunction(factory, context.undefined, hostObject));
       const usage = context.getProp(drive, "usage");
+      const compile = context.getProp(drive, "compile");
+      const runCompiled = context.getProp(drive, "run");
       scope.dispose();
-      return { runtime, context, drive, usage, snapshot: new HeapSnapshot(this.heap.memory) };
+      this.shown = undefined;
+      this.untidy = false;
+      return {
+        runtime,
+        context,
+        drive,
+        usage,
+        compile,
+        runCompiled,
+        snapshot: new HeapSnapshot(this.heap.memory),
+        images: new Map(),
+        uncompiled: new Set(),
+      };
     } catch (error) {
       scope.dispose();
       throw error;
@@ -322,29 +363,63 @@ export class SandboxEngine {
     pace: Pace | undefined,
   ): RawOutcome {
     if (!this.warm) this.warm = this.prepare();
-    const { runtime, context, drive, usage } = this.warm;
-    // The heap is the snapshot's before every call: its free space is measured once per memory size.
-    const size = this.heap.memory.buffer.byteLength;
-    if (this.warm.free === undefined || this.warm.free.size !== size) {
-      this.warm.free = { size, bytes: this.heap.freeSpace() };
+    const warm = this.warm;
+    const { runtime, context, usage } = warm;
+    const code = request.code;
+    let image = warm.images.get(code);
+    if (image) {
+      // Most recently used last: the first entry is the one to drop.
+      warm.images.delete(code);
+      warm.images.set(code, image);
     }
-    const free = this.warm.free.bytes;
+    this.show(image);
+    this.imageMs = 0;
     const state = LazyState.of(request, guestTape(request.tapes));
-    const call: ActiveCall = { host, pace, deadline: Number.POSITIVE_INFINITY, timedOut: false, state };
+    const call: ActiveCall = {
+      host,
+      pace,
+      deadline: Number.POSITIVE_INFINITY,
+      timedOut: false,
+      state,
+      compiling: false,
+      impure: false,
+    };
     this.active = call;
     let release: (() => void) | undefined;
     try {
+      runtime.setMemoryLimit(limits.memoryLimitBytes);
+      // Compiling the tool counts against the call's time, as when the driver compiles it.
+      const deadline = performance.now() + limits.timeLimitMs;
+      if (!image && typeof code === "string" && !warm.uncompiled.has(code)) {
+        const started = performance.now();
+        const compiled = this.compileImage(warm, code, call, deadline);
+        this.imageMs = performance.now() - started;
+        if (compiled === "timed-out") {
+          this.untidy = true;
+          // What the driver reports for a source that runs past the limit before the tool exists.
+          return {
+            kind: "ran",
+            used: { clock: 0, random: 0, ids: 0 },
+            timedOut: true,
+            memory: false,
+            settled: true,
+          };
+        }
+        image = compiled;
+      }
+      // The heap is a snapshot's before every call: its free space is measured once per memory size.
+      const free = this.freeOf(image ?? warm);
       // Handles made from here on are never freed one by one: restoring the snapshot frees them all.
-      const source = context.newString(request.code);
+      const source = image ? undefined : context.newString(code);
       const guestInput = state.input;
       const input = context.newString(guestInput);
-
-      runtime.setMemoryLimit(limits.memoryLimitBytes);
-      // Less what the call's two strings took (UTF-8: at most three bytes per UTF-16 unit, and headers).
-      const strings = 3 * (request.code.length + guestInput.length) + 1024;
+      // Less what the call's strings took (UTF-8: at most three bytes per UTF-16 unit, and headers).
+      const strings = 3 * ((image ? 0 : code.length) + guestInput.length) + 1024;
       release = this.heap.arm(limits.memoryLimitBytes, Math.max(0, free - strings));
-      call.deadline = performance.now() + limits.timeLimitMs;
-      const result = context.callFunction(drive, context.undefined, source, input);
+      call.deadline = deadline;
+      const result = image
+        ? context.callFunction(warm.runCompiled, context.undefined, image.tool, input)
+        : context.callFunction(warm.drive, context.undefined, source as QuickJSHandle, input);
       // The driver answers with a string, or a promise of one when the tool is async.
       let answer: QuickJSHandle | undefined;
       let settled = true;
@@ -394,6 +469,99 @@ export class SandboxEngine {
       this.active = undefined;
     }
   }
+
+  /**
+   * Compiles a tool's source once and keeps a snapshot of the engine with the compiled function in it
+   * (a tool image): later calls of the same source start from that snapshot and skip compiling. Only a
+   * source whose evaluation is deterministic is kept: one that takes no values from the host (clock,
+   * random numbers, ids, state), ends within the call's time, and allocates little (no growth of the
+   * heap, at most MAX_COMPILED_BYTES); then evaluating it once and keeping the result is the same as
+   * evaluating it at the start of every call, since every call starts from the same snapshot. Anything
+   * else is compiled with each call, as before (remembered in `uncompiled`), and the memory is put back at
+   * the base snapshot. The memory must be at the base snapshot when this is called.
+   */
+  private compileImage(
+    warm: Warm,
+    code: string,
+    call: ActiveCall,
+    deadline: number,
+  ): ToolImage | "timed-out" | undefined {
+    const { context } = warm;
+    const memory = this.heap.memory;
+    // The image keeps what compiling wrote past the base's heap: that stretch is cleared first (see
+    // DerivedSnapshot), which takes a moment per megabyte, so not in a memory that earlier calls grew.
+    if (memory.buffer.byteLength > MAX_IMAGE_MEMORY_BYTES) {
+      this.forget(warm, code);
+      return undefined;
+    }
+    const baseFree = this.freeOf(warm);
+    DerivedSnapshot.clearTail(memory, warm.snapshot);
+    const source = context.newString(code);
+    // No ballast (the compiled function lands next to the base's heap), and the heap may not grow.
+    const release = this.heap.arm(baseFree, baseFree);
+    let result: { error?: QuickJSHandle; value?: QuickJSHandle };
+    call.compiling = true;
+    call.deadline = deadline;
+    try {
+      result = context.callFunction(warm.compile, context.undefined, source);
+    } finally {
+      call.compiling = false;
+      call.deadline = Number.POSITIVE_INFINITY;
+      release();
+    }
+    const pure = !call.impure && !this.heap.tripped;
+    call.impure = false;
+    if (call.timedOut && pure) {
+      this.forget(warm, code);
+      return "timed-out";
+    }
+    call.timedOut = false;
+    let image: ToolImage | undefined;
+    if (pure && !result.error && result.value && context.typeof(result.value) === "function") {
+      const snapshot = new DerivedSnapshot(memory, warm.snapshot);
+      if (snapshot.tail <= MAX_COMPILED_BYTES) image = { tool: result.value, snapshot };
+    }
+    if (!image) {
+      this.forget(warm, code);
+      this.untidy = true;
+      this.show(undefined);
+      // Measured again: the attempt can leave the allocator room past the base's heap that the base's
+      // measurement does not know of (found with a source that allocated megabytes); measuring probes
+      // the allocator afresh, so the call below gets exactly its limit.
+      warm.free = undefined;
+      return undefined;
+    }
+    if (warm.images.size >= MAX_TOOL_IMAGES) {
+      const oldest = warm.images.keys().next();
+      if (!oldest.done) warm.images.delete(oldest.value);
+    }
+    warm.images.set(code, image);
+    this.shown = image;
+    this.untidy = false;
+    return image;
+  }
+
+  /** Remembers a source that is compiled with each call (bounded: forgotten all at once when full). */
+  private forget(warm: Warm, code: string): void {
+    if (warm.uncompiled.size >= MAX_UNCOMPILED) warm.uncompiled.clear();
+    warm.uncompiled.add(code);
+  }
+}
+
+/** Tool images kept per engine (each some kilobytes beside the base snapshot). */
+const MAX_TOOL_IMAGES = 64;
+const MAX_UNCOMPILED = 1024;
+/** Most memory past the base's heap a tool's source may take when compiled for its image to be kept. */
+const MAX_COMPILED_BYTES = 256 * 1024;
+/** No images are made in a memory larger than this (see compileImage). */
+const MAX_IMAGE_MEMORY_BYTES = 64 * 1024 * 1024;
+
+/** A tool compiled once, and the snapshot of the engine with it (see compileImage). */
+interface ToolImage {
+  /** The compiled function; valid whenever the memory is at `snapshot`. */
+  tool: QuickJSHandle;
+  snapshot: DerivedSnapshot;
+  free?: { size: number; bytes: number };
 }
 
 /** The engine's one runtime and context, and the snapshot every call starts from. */
@@ -405,7 +573,14 @@ interface Warm {
   drive: QuickJSHandle;
   /** The prelude's count of the values the call took: "clock,random,ids". */
   usage: QuickJSHandle;
+  /** The prelude's compile(source) and run(tool, input) (tool images). */
+  compile: QuickJSHandle;
+  runCompiled: QuickJSHandle;
   snapshot: HeapSnapshot;
+  /** Tool images by source, least recently used first. */
+  images: Map<string, ToolImage>;
+  /** Sources compiled with each call (see compileImage). */
+  uncompiled: Set<string>;
 }
 
 /** What the host functions and the interrupt handler need to know about the running call. */
@@ -416,6 +591,9 @@ interface ActiveCall {
   deadline: number;
   timedOut: boolean;
   rejection?: { message: string; detailsText?: string };
+  /** While the tool's source is compiled for an image: host functions then refuse, and mark it impure. */
+  compiling: boolean;
+  impure: boolean;
   state: LazyState | { input: string; load?: undefined };
 }
 

@@ -57,7 +57,9 @@ import { MAX_AHEAD, SourceLease } from "./sources.js";
  * that run is kept (the engine restores its snapshot, the sources were not touched) and the call runs in a
  * worker with its full limits and the same values, so the answer is the one a worker alone would give.
  * A tool whose inline run was declined (or took longer than its budget) goes straight to a worker for its
- * next `OFFLOAD_CALLS` calls, so a slow or hostile tool costs this thread one budget now and then.
+ * next calls, 2 after the first such run, twice as many after each further one in a row (at most
+ * `MAX_OFFLOAD_CALLS`), so a slow or hostile tool costs this thread one budget now and then, while a quick
+ * one that was only descheduled once (a busy machine) is soon back inline.
  *
  * Engine failures. A worker whose engine failed during a call (an abort, a WebAssembly trap) is replaced
  * at once rather than reused; a worker that crashed or exited is dropped and replaced on demand. The
@@ -133,8 +135,11 @@ export class SandboxPool {
   private readonly graceMs: number;
   private readonly idleMs: number;
   private readonly inlineMs: number;
-  /** Code of tools whose next calls go straight to a worker, with how many calls are left. */
-  private readonly offloaded = new Map<string, number>();
+  /**
+   * Tools (by code) whose last inline run was declined or overran: how many runs in a row did, and how
+   * many of their next calls go straight to a worker.
+   */
+  private readonly offloaded = new Map<string, { strikes: number; skip: number }>();
   private inline = 0;
   private declined = 0;
   private readonly log: (line: string) => void;
@@ -197,10 +202,9 @@ export class SandboxPool {
       sandboxEngine().catch(() => undefined);
       return undefined;
     }
-    const left = this.offloaded.get(request.code);
-    if (left !== undefined) {
-      if (left <= 1) this.offloaded.delete(request.code);
-      else this.offloaded.set(request.code, left - 1);
+    const offloaded = this.offloaded.get(request.code);
+    if (offloaded && offloaded.skip > 0) {
+      offloaded.skip--;
       return undefined;
     }
     const tapes = lease.draw();
@@ -211,14 +215,16 @@ export class SandboxPool {
       timeLimitMs: budget,
       memoryLimitBytes: limits.memoryLimitBytes,
     });
-    const elapsed = performance.now() - started;
+    // Less the one-off work of compiling a tool for its image (engine.ts), which is not the tool's.
+    const elapsed = performance.now() - started - engine.imageMs;
     const final =
       raw.kind === "ran" && !host.exhausted && !raw.memory && (!raw.timedOut || budget >= limits.timeLimitMs);
     // A run that took longer than its budget (a long stretch inside one built-in, or this thread was
     // descheduled) is kept when it finished, but the tool's next calls go to a worker. Values that ran out
     // are drawn in larger numbers next time (the forecast), unless no more can be drawn ahead.
     if ((!final && !host.exhausted) || host.exhausted === "always" || elapsed > 2 * budget)
-      this.offload(request.code);
+      this.offload(request.code, offloaded);
+    else if (offloaded) this.offloaded.delete(request.code);
     if (!final) {
       this.declined++;
       return undefined;
@@ -228,13 +234,18 @@ export class SandboxPool {
     return classify(raw);
   }
 
-  private offload(code: string): void {
-    // Bounded: the oldest entry goes first (its tool is tried inline again, once).
-    if (this.offloaded.size >= MAX_OFFLOADED && !this.offloaded.has(code)) {
+  private offload(code: string, offloaded: { strikes: number; skip: number } | undefined): void {
+    if (offloaded) {
+      offloaded.strikes++;
+      offloaded.skip = Math.min(MAX_OFFLOAD_CALLS, 2 ** offloaded.strikes);
+      return;
+    }
+    // Bounded: the oldest entry goes first (its tool is tried inline again).
+    if (this.offloaded.size >= MAX_OFFLOADED) {
       const oldest = this.offloaded.keys().next();
       if (!oldest.done) this.offloaded.delete(oldest.value);
     }
-    this.offloaded.set(code, OFFLOAD_CALLS);
+    this.offloaded.set(code, { strikes: 1, skip: 2 });
   }
 
   /** Starts the `size` workers and waits until one runs a call (errors surface here). */
@@ -529,8 +540,8 @@ export class SandboxPool {
 
 const START_TIMEOUT_MS = 30_000;
 const DEFAULT_INLINE_MS = 2;
-/** Calls of a tool sent straight to a worker after its inline run was declined. */
-const OFFLOAD_CALLS = 100;
+/** Most calls of a tool sent straight to a worker after its inline runs were declined (see runInline). */
+const MAX_OFFLOAD_CALLS = 128;
 const MAX_OFFLOADED = 1000;
 
 /**

@@ -384,7 +384,8 @@ export const GUEST_PRELUDE = String.raw`(function (host) {
     }
   }
 
-  function drive(source, inputText) {
+  /** Reads the call's input and takes its tapes: the input object, or a report (a string) when unreadable. */
+  function begin(inputText) {
     let input;
     try {
       input = parse(inputText);
@@ -399,6 +400,10 @@ export const GUEST_PRELUDE = String.raw`(function (host) {
     usedClock = 0;
     usedRandom = 0;
     usedIds = 0;
+    return input;
+  }
+  /** The tool's function from its source, or a report (a string) when it is none. */
+  function compile(source) {
     let tool;
     try {
       tool = globalEval('"use strict";\n(' + source + "\n)");
@@ -409,6 +414,17 @@ export const GUEST_PRELUDE = String.raw`(function (host) {
     if (typeof tool !== "function") {
       return report({ kind: "not-a-function", type: tool === null ? "null" : typeof tool });
     }
+    return tool;
+  }
+  function drive(source, inputText) {
+    const input = begin(inputText);
+    if (typeof input === "string") return input;
+    const tool = compile(source);
+    if (typeof tool === "string") return tool;
+    return call(tool, input);
+  }
+  /** Runs the tool on the input; the report as drive gives it. */
+  function call(tool, input) {
     fullState = false;
     const root = input.root !== undefined ? makeNode(0, [], input.root) : undefined;
     const ctx = {
@@ -498,6 +514,13 @@ export const GUEST_PRELUDE = String.raw`(function (host) {
     }
     return finish(result);
   }
+  // A tool compiled once (the engine keeps a snapshot with it, snapshot.ts) and run on each call's input.
+  drive.compile = compile;
+  drive.run = function run(tool, inputText) {
+    const input = begin(inputText);
+    if (typeof input === "string") return input;
+    return call(tool, input);
+  };
   // How many clock readings, random numbers and ids the call took (tapes first), read by the engine.
   drive.usage = function usage() {
     return usedClock + "," + usedRandom + "," + usedIds;

@@ -110,9 +110,9 @@ export function readLayout(bytes: Uint8Array): MemoryLayout {
 }
 
 export class HeapSnapshot {
-  private readonly staticPart: Uint8Array;
-  private readonly heapPart: Uint8Array;
-  private readonly heapStart: number;
+  readonly staticPart: Uint8Array;
+  readonly heapPart: Uint8Array;
+  readonly heapStart: number;
 
   /** Takes the snapshot now. Call it between calls into the engine, never from inside one. */
   constructor(
@@ -133,11 +133,77 @@ export class HeapSnapshot {
     return this.staticPart.length + this.heapPart.length;
   }
 
+  /** Where the copied part of the heap ends. */
+  get heapEnd(): number {
+    return this.heapStart + this.heapPart.length;
+  }
+
   /** Puts the engine back exactly as it was when the snapshot was taken. */
   restore(): void {
     const bytes = new Uint8Array(this.memory.buffer);
     bytes.set(this.staticPart, 0);
     bytes.set(this.heapPart, this.heapStart);
+  }
+}
+
+const CHUNK_BYTES = 4096;
+
+/**
+ * A snapshot taken a little after another one (its base): the engine's memory once a call restored from
+ * the base has done a little more (compiled a tool, engine.ts), kept as the chunks that differ from the
+ * base, so it costs a few kilobytes instead of a whole copy. The memory past the base's heap is free space
+ * whose bytes nothing reads, but may hold whatever earlier calls left there: clearTail zeroes it before the
+ * work, so that afterwards everything written there is what the work left (kept whole, up to its last
+ * non-zero byte). Restoring writes the base, then the chunks.
+ */
+export class DerivedSnapshot {
+  private readonly chunks: Array<{ at: number; bytes: Uint8Array }> = [];
+  /** How far past the base's heap the kept memory reaches. */
+  readonly tail: number;
+
+  /** Zeroes the memory past the base's heap (as it was when the base was taken). */
+  static clearTail(memory: WasmMemory, base: HeapSnapshot): void {
+    new Uint8Array(memory.buffer).fill(0, base.heapEnd);
+  }
+
+  /** Takes the snapshot now, like HeapSnapshot's constructor; clearTail must have come before the work. */
+  constructor(
+    private readonly memory: WasmMemory,
+    readonly base: HeapSnapshot,
+  ) {
+    const bytes = new Uint8Array(memory.buffer);
+    this.keepChanged(bytes, 0, base.staticPart);
+    this.keepChanged(bytes, base.heapStart, base.heapPart);
+    const tailStart = base.heapEnd;
+    const used = lastUsedByte(bytes);
+    const tailEnd = used < tailStart ? tailStart : Math.min(bytes.length, used + 1 + PAGE_BYTES);
+    this.tail = tailEnd - tailStart;
+    if (tailEnd > tailStart) this.chunks.push({ at: tailStart, bytes: bytes.slice(tailStart, tailEnd) });
+  }
+
+  /** Bytes kept beside the base. */
+  get size(): number {
+    let total = 0;
+    for (const chunk of this.chunks) total += chunk.bytes.length;
+    return total;
+  }
+
+  restore(): void {
+    this.base.restore();
+    const bytes = new Uint8Array(this.memory.buffer);
+    for (const chunk of this.chunks) bytes.set(chunk.bytes, chunk.at);
+  }
+
+  /** Keeps the chunks of memory from `at` that differ from `before` (the base's copy of that stretch). */
+  private keepChanged(bytes: Uint8Array, at: number, before: Uint8Array): void {
+    const now = Buffer.from(bytes.buffer, bytes.byteOffset + at, before.length);
+    const was = Buffer.from(before.buffer, before.byteOffset, before.length);
+    for (let offset = 0; offset < before.length; offset += CHUNK_BYTES) {
+      const end = Math.min(before.length, offset + CHUNK_BYTES);
+      if (now.compare(was, offset, end, offset, end) !== 0) {
+        this.chunks.push({ at: at + offset, bytes: bytes.slice(at + offset, at + end) });
+      }
+    }
   }
 }
 
