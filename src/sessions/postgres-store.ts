@@ -128,7 +128,8 @@ $fn$;`;
  * written twice, so nothing is read first (no row lock either: every writer of a session holds its
  * advisory lock). The session row must still be the one read (`seq`: not deleted, not made again). The
  * statement releases the lock before its commit, holding the second key until then, so that the next
- * holder's lock function reads this step (and the call saves the unlock's round trip).
+ * holder's lock function reads this step (and the call saves the unlock's round trip), unless told to
+ * keep it ($12: the replica keeps the session for its next call, see `PostgresStoreOptions.leaseMs`).
  */
 const STEP_SQL = `
 WITH s AS (SELECT id FROM terrarium_sessions WHERE id = $1 AND seq = $2),
@@ -140,6 +141,7 @@ sn AS (INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, ch
        RETURNING 1),
 h AS (INSERT INTO terrarium_history (session, idx, entry) SELECT s.id, $3::int, $4::text FROM s RETURNING 1)
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM h) THEN NULL
+            WHEN $12::boolean THEN false
             WHEN pg_try_advisory_xact_lock(hashtextextended($1, 1))
             THEN pg_advisory_unlock(hashtextextended($1, 0))
             ELSE false END AS unlocked`;
@@ -154,10 +156,21 @@ export interface PostgresStoreOptions {
   /** Connections for queries and transactions (default 10, or `TERRARIUM_PG_POOL`). */
   poolSize?: number;
   /**
-   * Connections that hold per-session advisory locks while a call runs (default: the pool size, or
-   * `TERRARIUM_PG_LOCK_POOL`). Kept apart from the query pool so that lock holders can always query.
+   * Connections that hold per-session advisory locks while a call runs, and between calls while kept
+   * (default: 20 or the pool size if larger, or `TERRARIUM_PG_LOCK_POOL`). Kept apart from the query
+   * pool so that lock holders can always query.
    */
   lockPoolSize?: number;
+  /**
+   * Milliseconds a replica keeps a session's lock (and its lock connection) after a call when nobody else
+   * wrote the session since this replica's call before (default 50, or `TERRARIUM_PG_LEASE_MS`; 0: never).
+   * The next call on the session here then starts without asking the database (its cache is current as
+   * long as the lock is held): one round trip per call instead of two. A call on that session through
+   * another replica waits at most this long, or four times this long when calls here follow each other
+   * without a break (a lock held that long is let go at the next call's end); the session's calls then
+   * alternate and none is kept. Kept locks never take the last free lock connection.
+   */
+  leaseMs?: number;
   /** A schema to create the tables in (created if missing); the connection's default otherwise. */
   schema?: string;
   checkpoints?: PostgresCheckpointPolicy;
@@ -276,6 +289,9 @@ export class PostgresStore implements Store {
    * and the lock's read sends the record only to a replica that does not know it.
    */
   private readonly records = new Lru<string, { seq: string; text: string }>(STATE_CACHE_SIZE);
+  private readonly leaseMs: number;
+  /** Sessions whose lock this replica keeps between calls (oldest first), with their connection. */
+  private readonly leases = new Map<string, Lease>();
   /** Whether the hot path's functions are in the database (set once migrated). */
   private fast = false;
   private readonly watchers = new Set<(event: StoreEvent) => void>();
@@ -312,10 +328,16 @@ export class PostgresStore implements Store {
     this.where = describePostgresUrl(url);
     this.policy = options.checkpoints ?? DEFAULT_CHECKPOINTS;
     const poolSize = options.poolSize ?? envInteger("TERRARIUM_PG_POOL") ?? 10;
-    const lockPoolSize = options.lockPoolSize ?? envInteger("TERRARIUM_PG_LOCK_POOL") ?? poolSize;
+    // A call holds a lock connection, and a kept lock holds one between calls: enough for the sessions
+    // a replica serves at once, so that kept locks pay (an idle backend costs memory, not CPU).
+    const lockPoolSize =
+      options.lockPoolSize ?? envInteger("TERRARIUM_PG_LOCK_POOL") ?? Math.max(poolSize, 20);
     if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema))
       throw new TerrariumError("INVALID_INPUT", `not a plain schema name: ${options.schema}`);
     this.probeTimeoutMs = positiveMs(options.probeTimeoutMs, "probeTimeoutMs") ?? 2000;
+    this.leaseMs = options.leaseMs ?? envInteger("TERRARIUM_PG_LEASE_MS", 0) ?? 50;
+    if (!Number.isFinite(this.leaseMs) || this.leaseMs < 0)
+      throw new TerrariumError("CONFIG_INVALID", `leaseMs must be 0 or more (got ${this.leaseMs})`);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     const config: PoolConfig = {
       connectionString: url,
@@ -378,18 +400,35 @@ export class PostgresStore implements Store {
 
   async withSessionLock<T>(id: string, run: () => Promise<T>): Promise<T> {
     const started = performance.now();
-    const { client, held } = await this.guard("sessionLock", async () => {
+    const { client, held } = this.takeLease(id) ?? (await this.lock(id));
+    this.emit({ type: "lock-wait", seconds: (performance.now() - started) / 1000 });
+    try {
+      return await heldLocks.run(held, run);
+    } finally {
+      this.release(held, client);
+    }
+  }
+
+  /** Takes session `id`'s lock on a connection of the lock pool, reading what the call needs with it. */
+  private lock(id: string): Promise<{ client: PoolClient; held: HeldLock }> {
+    return this.guard("sessionLock", async () => {
+      // Every connection taken by a kept lock: the oldest gives its connection back rather than make
+      // this call wait for it.
+      if (this.spareLockConnections() === 0) this.dropLease(this.leases.values().next().value);
       const client = await this.connect(this.locks);
       const held: HeldLock = { store: this, id, lost: false, client };
       // The lock lives as long as this connection: once it dies, the session is no longer ours.
       const onError = () => {
         held.lost = true;
+        const lease = this.leases.get(id);
+        if (lease?.held === held) this.dropLease(lease);
       };
       client.on("error", onError);
       held.forget = () => client.off("error", onError);
       try {
         if (this.fast) await this.lockAndRead(held);
         else await client.query({ name: "terrarium_lock", text: LOCK_SQL, values: [id] });
+        held.since = performance.now();
       } catch (error) {
         held.lost = true;
         held.forget();
@@ -399,13 +438,49 @@ export class PostgresStore implements Store {
       }
       return { client, held };
     });
-    this.emit({ type: "lock-wait", seconds: (performance.now() - started) / 1000 });
-    try {
-      return await heldLocks.run(held, run);
-    } finally {
-      held.prefetch = undefined;
-      this.release(held, client);
+  }
+
+  /** The lock this replica kept on session `id` after its last call, for the next one. */
+  private takeLease(id: string): { client: PoolClient; held: HeldLock } | undefined {
+    const lease = this.leases.get(id);
+    if (!lease) return undefined;
+    this.leases.delete(id);
+    clearTimeout(lease.timer);
+    const { held } = lease;
+    if (held.lost || this.closed || !held.prefetch?.fresh) {
+      this.giveBack(held, lease.client);
+      return undefined;
     }
+    held.read = undefined;
+    held.unlocked = false;
+    return { client: lease.client, held };
+  }
+
+  /** Whether a call may keep its session's lock after it: see `PostgresStoreOptions.leaseMs`. */
+  private mayKeep(held: HeldLock): boolean {
+    return (
+      this.leaseMs > 0 &&
+      !this.closed &&
+      !held.lost &&
+      held.prefetch?.fresh === true &&
+      // Held this long without a break, it is let go: a replica waiting for the session gets its turn.
+      performance.now() - (held.since ?? 0) < 4 * this.leaseMs &&
+      (this.leases.has(held.id) || this.spareLockConnections() > 1)
+    );
+  }
+
+  /** Lock connections a call could take now without waiting (idle, or not yet opened). */
+  private spareLockConnections(): number {
+    const pool = this.locks as Pool & { options: { max: number } };
+    return pool.options.max - pool.totalCount + pool.idleCount - pool.waitingCount;
+  }
+
+  /** Ends a kept lock now: unlocked, its connection back to the pool. */
+  private dropLease(lease: Lease | undefined): void {
+    if (!lease || this.leases.get(lease.held.id) !== lease) return;
+    this.leases.delete(lease.held.id);
+    clearTimeout(lease.timer);
+    this.giveBack(lease.held, lease.client);
   }
 
   /**
@@ -415,6 +490,21 @@ export class PostgresStore implements Store {
    * died took its lock with it and is dropped.
    */
   private release(held: HeldLock, client: PoolClient): void {
+    if (!held.unlocked && this.mayKeep(held)) {
+      const lease: Lease = {
+        held,
+        client,
+        timer: setTimeout(() => this.dropLease(lease), this.leaseMs),
+      };
+      lease.timer.unref?.();
+      this.leases.set(held.id, lease);
+      return;
+    }
+    this.giveBack(held, client);
+  }
+
+  private giveBack(held: HeldLock, client: PoolClient): void {
+    held.prefetch = undefined;
     const done = (error?: Error) => {
       held.forget?.();
       client.release(error ?? (held.lost ? new Error("the lock's connection failed") : undefined));
@@ -477,7 +567,11 @@ export class PostgresStore implements Store {
         sizes: row[9] ?? [],
         changes: row[10] ?? [],
       };
-    else if (cached && chain && row[2] === cached.index) prefetch.chain = chain;
+    else if (cached && chain && row[2] === cached.index) {
+      prefetch.chain = chain;
+      // Nobody wrote the session since this replica did: it may keep the lock for its next call.
+      prefetch.fresh = true;
+    }
     held.prefetch = prefetch;
     return prefetch;
   }
@@ -498,6 +592,7 @@ export class PostgresStore implements Store {
     if (!held.unlocked || held.lost) return;
     const prefetch = await this.lockAndRead(held);
     held.unlocked = false;
+    held.since = performance.now();
     if (held.read !== undefined && prefetch.latest?.idx !== held.read) held.lost = true;
   }
 
@@ -885,6 +980,7 @@ export class PostgresStore implements Store {
           snap?.checkpoint?.text.length ?? null,
           snap?.checkpoint?.text ?? null,
           snap?.changes ?? null,
+          this.mayKeep(held),
         ],
         rowMode: "array",
       } as QueryConfig);
@@ -1039,6 +1135,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const lease of [...this.leases.values()]) this.dropLease(lease);
     await Promise.all([this.pool.end(), this.locks.end(), this.probes.end()]);
   }
 
@@ -1521,7 +1618,16 @@ interface HeldLock {
   prefetch?: Prefetch;
   /** The call's step released the lock as it committed (a later write takes it again). */
   unlocked?: boolean;
+  /** When the lock was taken (kept locks carry it from call to call). */
+  since?: number;
   forget?: () => void;
+}
+
+/** A session lock kept between calls, until `timer` ends it (or a call takes it). */
+interface Lease {
+  held: HeldLock;
+  client: PoolClient;
+  timer: NodeJS.Timeout;
 }
 
 const LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended($1, 0))";
@@ -1590,6 +1696,8 @@ interface Prefetch {
   record?: string;
   latest?: LatestRow;
   nextEntry: number;
+  /** The cache was current when the lock was taken (and stays so while the lock is held). */
+  fresh?: boolean;
   /** The latest snapshot's chain, once known (the cached one's, or rebuilt from `catchup`). */
   chain?: Chain;
   /** The snapshots from index `from` to the latest, when the cached state is not the latest. */
@@ -1787,12 +1895,15 @@ function translate(error: unknown): unknown {
   return error;
 }
 
-function envInteger(name: string): number | undefined {
+function envInteger(name: string, min = 1): number | undefined {
   const value = process.env[name];
   if (value === undefined || value.trim() === "") return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1)
-    throw new TerrariumError("CONFIG_INVALID", `${name} must be a positive integer (got ${value})`);
+  if (!Number.isInteger(n) || n < min)
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `${name} must be an integer of at least ${min} (got ${value})`,
+    );
   return n;
 }
 

@@ -35,6 +35,8 @@ async function store(
   const made = await PostgresStore.open((database as { url: string }).url, {
     schema,
     poolSize: 2,
+    // Each call takes and releases the lock here (kept locks: pg-lease.test.ts).
+    leaseMs: 0,
     log: () => undefined,
     ...(checkpoints ? { checkpoints } : {}),
   });

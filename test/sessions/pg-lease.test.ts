@@ -1,0 +1,240 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresStore } from "../../src/sessions/postgres-store.js";
+import type { SessionRecord } from "../../src/sessions/types.js";
+import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
+
+/**
+ * The Postgres store keeps a session's lock between calls of one replica (issue 25): the next call there
+ * costs one statement, another replica still gets the session (it waits for the kept lock to end), a kept
+ * lock whose connection dies is dropped, and a replica whose calls never stop lets the lock go. Also: a
+ * database written by the store before (checkpoints without their changes) keeps working, and a state
+ * that grows is not written whole every 100 steps.
+ */
+const withPostgres = postgresAvailable("Postgres store kept locks");
+let database: Awaited<ReturnType<typeof scratchDatabase>> | undefined;
+let admin: pg.Client | undefined;
+const opened: PostgresStore[] = [];
+let schemas = 0;
+beforeAll(async () => {
+  if (!withPostgres) return;
+  database = await scratchDatabase("terrarium_pglease");
+  admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+}, 30_000);
+afterAll(async () => {
+  for (const store of opened) await store.close().catch(() => undefined);
+  await admin?.end();
+  await database?.drop();
+}, 30_000);
+
+async function store(
+  schema: string,
+  options: { leaseMs?: number; checkpoints?: { maxChain: number; maxChangeRatio: number } } = {},
+): Promise<PostgresStore> {
+  const made = await PostgresStore.open((database as { url: string }).url, {
+    schema,
+    poolSize: 2,
+    lockPoolSize: 4,
+    log: () => undefined,
+    ...options,
+  });
+  opened.push(made);
+  return made;
+}
+
+type Query = (config: unknown, ...rest: unknown[]) => Promise<unknown>;
+type Internals = { locks: pg.Pool; pool: pg.Pool; leases: Map<string, { client: pg.PoolClient }> };
+const internals = (target: PostgresStore) => target as unknown as Internals;
+
+/** Every statement the store sends on its lock pool, by name or text (tests only). */
+function recordStatements(target: PostgresStore): string[] {
+  const sent: string[] = [];
+  const wrapped = new WeakSet<pg.PoolClient>();
+  internals(target).locks.on("acquire", (client: pg.PoolClient) => {
+    if (wrapped.has(client)) return;
+    wrapped.add(client);
+    const original = client.query.bind(client) as Query;
+    (client as unknown as { query: Query }).query = (config, ...rest) => {
+      const named = config as { name?: string; text?: string };
+      sent.push(typeof config === "string" ? config : (named.name ?? named.text ?? "?"));
+      return original(config, ...rest);
+    };
+  });
+  return sent;
+}
+
+const record = (id: string): SessionRecord => ({ id, createdAt: "2025-01-01T00:00:00.000Z", seed: "1" });
+let clock = 0;
+const step = (n: number) => ({
+  at: new Date(Date.UTC(2025, 0, 1) + ++clock * 1000).toISOString(),
+  request: { name: "bump", arguments: { n } },
+  result: { status: "ok" as const, observation: { n }, changes: [], errors: [] },
+  simulator: "code",
+});
+interface State {
+  n: number;
+  log: Record<string, number>;
+  blob?: string;
+}
+const bump = (state: State): State => ({
+  ...state,
+  n: state.n + 1,
+  log: { ...state.log, [`k${state.n}`]: state.n },
+});
+
+/** One call as the engine makes it: under the lock, read the head, write a step that builds on it. */
+function call(target: PostgresStore, id: string) {
+  return target.withSessionLock(id, async () => {
+    const head = await target.head(id);
+    return target.appendStep(id, step((head.snapshot.state as State).n), {
+      state: bump(head.snapshot.state as State),
+      reason: "step",
+    });
+  });
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** What a store with nothing cached reads: every snapshot's n, and the history's indexes. */
+async function stored(schema: string, id: string) {
+  const fresh = await store(schema, { leaseMs: 0 });
+  return {
+    states: (await fresh.snapshots(id)).map((s) => (s.state as State).n),
+    history: (await fresh.history(id)).map((entry) => [entry.index, entry.snapshot]),
+  };
+}
+const consecutive = (calls: number) => ({
+  states: Array.from({ length: calls + 1 }, (_, i) => i),
+  history: Array.from({ length: calls }, (_, i) => [i, i + 1]),
+});
+
+describe.runIf(withPostgres)("the Postgres store's kept locks", () => {
+  it("a replica that keeps a session's lock serves its next calls in one statement each", async () => {
+    const schema = `lease_${++schemas}`;
+    // A lease far longer than the test: whether the next call finds it does not depend on timing.
+    const target = await store(schema, { leaseMs: 60_000 });
+    await target.createSession(record("s"), { n: 0, log: {} });
+    const sent = recordStatements(target);
+    const perCall: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const before = sent.length;
+      await call(target, "s");
+      perCall.push(sent.length - before);
+    }
+    // The first call takes the lock (and keeps it); every later one only writes its step.
+    expect(perCall[0]).toBe(2);
+    expect(new Set(perCall.slice(1))).toEqual(new Set([1]));
+    expect(sent.slice(-1)).toEqual(["terrarium_step_v2"]);
+    expect(await stored(schema, "s")).toEqual(consecutive(50));
+  });
+
+  it("another replica's call waits for the kept lock to end, then the replicas take turns correctly", async () => {
+    const schema = `lease_${++schemas}`;
+    const [a, b] = [await store(schema, { leaseMs: 100 }), await store(schema, { leaseMs: 100 })];
+    await a.createSession(record("t"), { n: 0, log: {} });
+    await call(a, "t"); // kept by a
+    expect(internals(a).leases.has("t")).toBe(true);
+    await call(b, "t"); // waits until a lets go
+    for (let i = 0; i < 20; i++) await call(i % 2 === 0 ? a : b, "t");
+    // Every replica reads the latest state under the lock: nothing lost, nothing applied twice.
+    expect(await stored(schema, "t")).toEqual(consecutive(22));
+    for (const each of [a, b]) {
+      const head = await each.withSessionLock("t", () => each.head("t"));
+      expect((head.snapshot.state as State).n).toBe(22);
+      expect(head.lastCall?.index).toBe(21);
+    }
+  });
+
+  it("two replicas racing on one session serialise every call, kept locks or not", async () => {
+    const schema = `lease_${++schemas}`;
+    const replicas = [await store(schema, { leaseMs: 20 }), await store(schema, { leaseMs: 20 })];
+    await (replicas[0] as PostgresStore).createSession(record("r"), { n: 0, log: {} });
+    await Promise.all(
+      replicas.map(async (replica) => {
+        for (let i = 0; i < 25; i++) await call(replica, "r");
+      }),
+    );
+    expect(await stored(schema, "r")).toEqual(consecutive(50));
+  });
+
+  it("a replica whose calls on a session never stop lets the lock go for another replica", async () => {
+    const schema = `lease_${++schemas}`;
+    const [a, b] = [await store(schema, { leaseMs: 10 }), await store(schema, { leaseMs: 10 })];
+    await a.createSession(record("f"), { n: 0, log: {} });
+    let served = false;
+    const other = call(b, "f").then(() => {
+      served = true;
+    });
+    let calls = 0;
+    // a calls back to back, without a break: its lock is let go after a while, and b gets its turn.
+    while (!served) {
+      await call(a, "f");
+      if (++calls > 20_000) throw new Error("the other replica never got the session");
+    }
+    await other;
+    expect(await stored(schema, "f")).toEqual(consecutive(calls + 1));
+  });
+
+  it("a kept lock whose connection dies is dropped, and the next call takes the lock afresh", async () => {
+    const schema = `lease_${++schemas}`;
+    const target = await store(schema, { leaseMs: 60_000 });
+    await target.createSession(record("d"), { n: 0, log: {} });
+    await call(target, "d");
+    const lease = internals(target).leases.get("d");
+    expect(lease).toBeDefined();
+    const pid = (lease as { client: unknown }).client as { processID: number };
+    await (admin as pg.Client).query("SELECT pg_terminate_backend($1)", [pid.processID]);
+    await waitFor(() => !internals(target).leases.has("d"));
+    await call(target, "d");
+    await call(target, "d");
+    expect(await stored(schema, "d")).toEqual(consecutive(3));
+  });
+
+  it("reads a database the store wrote before: checkpoints without their changes, cold and warm", async () => {
+    const schema = `lease_${++schemas}`;
+    const often = { maxChain: 5, maxChangeRatio: 1 };
+    const [a, b] = [
+      await store(schema, { leaseMs: 0, checkpoints: often }),
+      await store(schema, { leaseMs: 0, checkpoints: often }),
+    ];
+    const big = { n: 0, log: {}, blob: "x".repeat(2000) };
+    await a.createSession(record("m"), big);
+    await call(b, "m"); // b's cache: snapshot 1
+    for (let i = 0; i < 30; i++) await call(a, "m");
+    // As the store before this one wrote them: a checkpoint row carries no changes (snapshot 0 never did).
+    await (admin as pg.Client).query(
+      `UPDATE ${schema}.terrarium_snapshots SET changes = NULL WHERE checkpoint IS NOT NULL`,
+    );
+    const { rows } = await (admin as pg.Client).query<{ n: number }>(
+      `SELECT COUNT(*)::int AS n FROM ${schema}.terrarium_snapshots WHERE session = 'm' AND idx > 0 AND checkpoint IS NOT NULL`,
+    );
+    expect(rows[0]?.n).toBeGreaterThan(0); // a checkpoint lies between b's cache and the latest
+    await call(b, "m"); // warm but behind, across those checkpoints
+    const cold = await store(schema, { leaseMs: 0 });
+    await call(cold, "m"); // nothing cached
+    await call(a, "m");
+    expect(await stored(schema, "m")).toEqual(consecutive(34));
+  });
+
+  it("a state that grows is not written whole every 100 steps: checkpoints follow the changes' weight", async () => {
+    const schema = `lease_${++schemas}`;
+    const target = await store(schema, { leaseMs: 0 });
+    // 40 KB of state; 250 steps add ~10 KB of changes: less than the state, so no checkpoint is due.
+    await target.createSession(record("g"), { n: 0, log: {}, blob: "y".repeat(40_000) });
+    for (let i = 0; i < 250; i++) await call(target, "g");
+    const { rows } = await (admin as pg.Client).query<{ idx: number }>(
+      `SELECT idx FROM ${schema}.terrarium_snapshots WHERE session = 'g' AND checkpoint IS NOT NULL ORDER BY idx`,
+    );
+    expect(rows.map((row) => row.idx)).toEqual([0]);
+    const latest = await (await store(schema, { leaseMs: 0 })).latestSnapshot("g");
+    expect((latest.state as State).n).toBe(250);
+    expect(Object.keys((latest.state as State).log)).toHaveLength(250);
+  });
+});
