@@ -271,6 +271,8 @@ class Holder {
     readonly writable: boolean,
   ) {}
   symbols: Map<symbol, unknown> | undefined;
+  /** The keys in order, listed once (an immutable record's content never changes). */
+  keys: string[] | undefined;
 
   /** `console.log` and `util.inspect` show a Proxy's target: show the object it stands for. */
   [Symbol.for("nodejs.util.inspect.custom")](
@@ -324,7 +326,9 @@ const frozenTraps: ProxyHandler<Holder> = {
     return typeof key === "string" && contentGet(holder.content, key) !== undefined;
   },
   ownKeys(holder) {
-    return contentKeys(holder.content);
+    // The Proxy copies what its trap returns, so one list serves every reader.
+    if (holder.keys === undefined) holder.keys = contentKeys(holder.content);
+    return holder.keys;
   },
   getOwnPropertyDescriptor(holder, key) {
     if (typeof key === "symbol") return undefined;
@@ -471,3 +475,6 @@ export function immutableRecordOf(source: object): object | undefined {
   if (writable === undefined) return undefined;
   return markImmutable(present((Brand.holderOf(writable) as Holder).content, false));
 }
+
+/** The 32-bit hash a record files `key` under (exported for tests that need colliding keys). */
+export const recordKeyHash = hashOf;

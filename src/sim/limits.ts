@@ -1,4 +1,5 @@
 import { TerrariumError } from "../core/errors.js";
+import { isImmutableJson } from "../core/immutable-json.js";
 
 /**
  * Measures of JSON values the engine stores, and the pacing of long loops over histories.
@@ -72,8 +73,13 @@ function depthOf(node: object, room: number): number {
       if (deepest >= room) return deepest + 1;
     }
   }
-  if (containers - first >= REMEMBER_FROM && Object.isFrozen(node)) knownDepths.set(node, deepest + 1);
+  if (containers - first >= REMEMBER_FROM && isImmutable(node)) knownDepths.set(node, deepest + 1);
   return deepest + 1;
+}
+
+/** Frozen, or immutable without being frozen (a state's large object held as a persistent record). */
+function isImmutable(node: object): boolean {
+  return Object.isFrozen(node) || isImmutableJson(node);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { isImmutableJson } from "../../core/immutable-json.js";
 
 /**
  * tau2-bench's database hash for the retail domain, computed from a terrarium state: the SHA-256 of the
@@ -56,7 +57,7 @@ function orderModelDump(order: Record<string, unknown>): Record<string, unknown>
   // assigned without validation, so it stays an int (any other difference is a float).
   if (Array.isArray(filled.exchange_items) && filled.exchange_items.length === 0)
     filled.exchange_price_difference = new PythonInt(filled.exchange_price_difference as number);
-  if (!Object.isFrozen(order)) return filled;
+  if (!isImmutable(order)) return filled;
   Object.freeze(filled);
   ORDER_DUMPS.set(order, filled);
   return filled;
@@ -70,7 +71,7 @@ function orderModelDump(order: Record<string, unknown>): Record<string, unknown>
 export function pythonJsonDumps(value: unknown, floatField = false): string {
   if (value === null || value === undefined) return "null";
   // States are immutable trees that share what a step did not touch: a frozen subtree's text is kept.
-  if (typeof value === "object" && !(value instanceof PythonInt) && Object.isFrozen(value)) {
+  if (typeof value === "object" && !(value instanceof PythonInt) && isImmutable(value)) {
     const cache = floatField ? FLOAT_TEXT : TEXT;
     let text = cache.get(value);
     if (text === undefined) {
@@ -80,6 +81,11 @@ export function pythonJsonDumps(value: unknown, floatField = false): string {
     return text;
   }
   return dumps(value, floatField);
+}
+
+/** Frozen, or immutable without being frozen (a state's large object held as a persistent record). */
+function isImmutable(value: object): boolean {
+  return Object.isFrozen(value) || isImmutableJson(value);
 }
 
 const TEXT = new WeakMap<object, string>();
