@@ -69,7 +69,7 @@ export function isoTime(ms: number): string {
   // The text of a whole millisecond reads back as it: the next parse of it (the call's clock) is known.
   if (Number.isInteger(ms)) {
     parsedText = text;
-    parsedMs = ms;
+    parsedMs = ms === 0 ? 0 : ms; // never -0: Date.parse reads +0
   }
   return text;
 }

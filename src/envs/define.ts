@@ -164,9 +164,16 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     };
   }
 
-  async step(call: { name: string; arguments?: unknown }): Promise<Transition> {
+  /**
+   * One call. `options.checkedAgainst`: the input schema the caller already validated the arguments
+   * against (the engine's validator); when it is the tool's own, the step does not validate them again.
+   */
+  async step(
+    call: { name: string; arguments?: unknown },
+    options: { checkedAgainst?: object } = {},
+  ): Promise<Transition> {
     const before = this.current;
-    const admitted = admitCall(this.validator, this.catalog, call, before);
+    const admitted = admitCall(this.validator, this.catalog, call, before, options.checkedAgainst);
     if ("rejected" in admitted) return admitted.rejected;
     const { recorded, args } = admitted;
     const tool = this.definition.tools[call.name] as ToolImplementation<S>;

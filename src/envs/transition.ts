@@ -62,14 +62,27 @@ export function makeTransition(
  * The check every environment makes before running a call: a call that breaks its tool's schema is
  * rejected as a failed transition that leaves the state as it was; a valid one comes back with its
  * arguments parsed (they may arrive as a JSON string).
+ *
+ * `checkedAgainst` is the input schema the caller already validated the arguments (an object) against:
+ * when it is the tool's own (the very object), the verdict is known and not asked again. The engine
+ * validates every call before a simulator sees it, so a code environment under it validates nothing.
  */
 export function admitCall(
   validator: CallValidator,
   catalog: Catalog,
   call: { name: string; arguments?: unknown },
   before: unknown,
+  checkedAgainst?: object,
 ): { recorded: Transition["call"]; args: Record<string, unknown> } | { rejected: Transition } {
   const recorded = { name: call.name, arguments: call.arguments ?? {} };
+  if (
+    checkedAgainst !== undefined &&
+    typeof recorded.arguments === "object" &&
+    recorded.arguments !== null &&
+    !Array.isArray(recorded.arguments) &&
+    catalog.get(call.name)?.inputSchema === checkedAgainst
+  )
+    return { recorded, args: recorded.arguments as Record<string, unknown> };
   const verdict = validator.validate(catalog, recorded);
   if (!verdict.valid) {
     const observation = { error: "invalid call", violations: verdict.errors };

@@ -97,10 +97,14 @@ export class CodeSimulator implements Simulator {
     const seed = isReplayingEnvironment(this.environment) ? context.random.seed : undefined;
     let transition: Awaited<ReturnType<EnvironmentInstance["step"]>>;
     try {
+      // The engine validated the arguments against the tool's input schema: an instance that knows the
+      // schema as its own need not validate them again (instances that take no options ignore it).
       transition =
         seed !== undefined
           ? await (entry.instance as SeededInstance).step(call, { seed })
-          : await entry.instance.step(call);
+          : await (entry.instance as CheckedInstance).step(call, {
+              checkedAgainst: context.tool.inputSchema,
+            });
     } catch (error) {
       this.drop(context.sessionId, entry);
       throw error;
@@ -201,6 +205,14 @@ export class CodeSimulator implements Simulator {
     void entry.instance.close().catch(() => undefined);
   }
 }
+
+/** An instance that may be told which schema its call's arguments were already validated against. */
+type CheckedInstance = {
+  step(
+    call: { name: string; arguments?: unknown },
+    options: { checkedAgainst?: object },
+  ): ReturnType<EnvironmentInstance["step"]>;
+};
 
 function replayCall(entry: HistoryEntry): ReplayCall {
   const args = entry.request.arguments;
