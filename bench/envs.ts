@@ -2,13 +2,18 @@
  * Environment step throughput: a TypeScript environment, the Python bridge and the QuickJS sandbox, each
  * beside a plain in-process function doing the same work, in the same run.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Catalog } from "../src/catalog/index.js";
 import {
   BUILTIN_ENVIRONMENTS,
   type EnvironmentInstance,
   loadEnvironment,
   loadPythonEnvironment,
 } from "../src/envs/index.js";
+import { MemoryStore, SqliteStore, type Store } from "../src/sessions/index.js";
+import { CodeSimulator, Engine } from "../src/sim/index.js";
 import { type BenchResult, stepsPerSecond } from "./report.js";
 
 const FIXTURES = join(import.meta.dirname, "..", "test", "fixtures");
@@ -50,6 +55,40 @@ export async function benchEnvs(): Promise<BenchResult> {
     baseline: await stepsPerSecond(plainRead),
     measured: await stepsPerSecond(() => bankInstance.step(read)),
   });
+
+  // The same transfer through the engine in process: validation, the code simulator's instance, the
+  // limit checks, and the store's write (history entry and snapshot). A session lives for 100 calls.
+  const dir = mkdtempSync(join(tmpdir(), "terrarium-bench-envs-"));
+  try {
+    for (const [kind, store] of [
+      ["memory", new MemoryStore()],
+      ["SQLite", new SqliteStore(join(dir, "sessions.sqlite"))],
+    ] as Array<[string, Store]>) {
+      const engine = new Engine({
+        catalog: new Catalog(bank.tools),
+        store,
+        simulators: [new CodeSimulator(bank)],
+        initialState: await bank.initialState(),
+      });
+      let session = (await engine.createSession()).id;
+      let calls = 0;
+      const call = async () => {
+        if (++calls % 100 === 0) {
+          await engine.deleteSession(session);
+          session = (await engine.createSession()).id;
+        }
+        return engine.call(session, transfer);
+      };
+      rows.push({
+        subject: `engine.call in process (bank.transfer, ${kind} store)`,
+        baseline: await stepsPerSecond(plainTransfer),
+        measured: await stepsPerSecond(call),
+      });
+      await engine.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 
   // Python: a read of the warehouse through the JSON-lines bridge.
   const warehouse = await loadPythonEnvironment(join(FIXTURES, "python", "warehouse.yaml"));
