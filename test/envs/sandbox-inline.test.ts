@@ -74,6 +74,10 @@ const NOTES: SandboxedEnvironmentDescriptor = {
       input: NUMBER_N,
     }),
     tool("look", "() => (typeof stash === 'undefined' ? null : stash)"),
+    // Takes the time and a random number only when asked: what it took last time says nothing.
+    tool("sometimes", "(ctx) => (ctx.args.n > 0 ? [ctx.now(), Math.random(), ctx.id('s')] : null)", {
+      input: NUMBER_N,
+    }),
   ],
 };
 
@@ -90,6 +94,10 @@ const CALLS = [
   { name: "look" },
   { name: "sum" },
   { name: "add" },
+  { name: "sometimes", arguments: { n: 0 } },
+  { name: "sometimes", arguments: { n: 1 } },
+  { name: "sometimes", arguments: { n: 1 } },
+  { name: "sometimes", arguments: { n: 0 } },
 ];
 
 async function play(
@@ -128,6 +136,10 @@ describe("sandbox: inline calls", () => {
       true,
       false,
       false,
+      true,
+      true,
+      true,
+      true,
       true,
       true,
       true,
@@ -186,6 +198,22 @@ describe("sandbox: inline calls", () => {
     expect(spun.observation).toEqual({ error: "the tool ran longer than 20 ms and was stopped" });
     expect(inline.stats()).toMatchObject({ inline: 1, declined: 0 });
     expect((await instance.step({ name: "add" })).success).toBe(true);
+  });
+
+  it("hands on a call that needs more values than were drawn for it, without sending its tool's next calls away", async () => {
+    const inline = pool({ inlineMs: 50 });
+    const environment = defineSandboxedEnvironment(NOTES, { pool: inline });
+    const instance = await environment.create({
+      seed: 1,
+      clock: new ManualClock("2030-01-01T00:00:00.000Z"),
+    });
+    const steps: Transition[] = [];
+    for (const n of [0, 0, 1, 1, 0, 1])
+      steps.push(await instance.step({ name: "sometimes", arguments: { n } }));
+    expect(steps.map((step) => step.success)).toEqual([true, true, true, true, true, true]);
+    // The first call that took values after calls that took none ran out of them inline, and was run
+    // again by a worker; every other call ran inline (values are drawn for it from then on).
+    expect(inline.stats()).toMatchObject({ inline: 5, declined: 1 });
   });
 
   it("keeps sessions apart when their calls run inline, one after another in one engine", async () => {

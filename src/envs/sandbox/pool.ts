@@ -219,10 +219,11 @@ export class SandboxPool {
     const elapsed = performance.now() - started - engine.imageMs;
     const final =
       raw.kind === "ran" && !host.exhausted && !raw.memory && (!raw.timedOut || budget >= limits.timeLimitMs);
-    // A run that took longer than its budget (a long stretch inside one built-in, or this thread was
-    // descheduled) is kept when it finished, but the tool's next calls go to a worker. Values that ran out
-    // are drawn in larger numbers next time (the forecast), unless no more can be drawn ahead.
-    if ((!final && !host.exhausted) || host.exhausted === "always" || elapsed > 2 * budget)
+    // A run that took far longer than its budget (a long stretch inside one built-in) is kept when it
+    // finished, but the tool's next calls go to a worker (not for a little longer: on a busy machine this
+    // thread is often descheduled for a few milliseconds). Values that ran out are drawn in larger numbers
+    // next time (the forecast), unless no more can be drawn ahead.
+    if ((!final && !host.exhausted) || host.exhausted === "always" || elapsed > STALL_BUDGETS * budget)
       this.offload(request.code, offloaded);
     else if (offloaded) this.offloaded.delete(request.code);
     if (!final) {
@@ -542,6 +543,8 @@ const START_TIMEOUT_MS = 30_000;
 const DEFAULT_INLINE_MS = 2;
 /** Most calls of a tool sent straight to a worker after its inline runs were declined (see runInline). */
 const MAX_OFFLOAD_CALLS = 128;
+/** An inline run that finished but took this many budgets counts as declined for its tool's next calls. */
+const STALL_BUDGETS = 10;
 const MAX_OFFLOADED = 1000;
 
 /**

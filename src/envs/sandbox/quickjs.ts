@@ -196,10 +196,16 @@ function sandboxedRun(
   report: Report,
 ) {
   // How many clock readings, random numbers and ids to draw ahead: what the tool's last call took.
-  // At least a few of each: unused random numbers and ids are kept for the next call and clock readings
-  // are read ahead on a clone, so drawing too many costs little, while too few sends an inline call to a
-  // worker (pool.ts).
+  // A few of each at first; then what the last call took, at least a few of each kind the tool ever took,
+  // none of a kind it never took (a source's first value can cost more than the rest: seeding). Unused
+  // random numbers and ids are kept for the next call and clock readings are read ahead on a clone, so
+  // drawing too many costs little, while too few sends an inline call to a worker (pool.ts).
   let forecast: SourceForecast = { clock: MIN_AHEAD, random: MIN_AHEAD, ids: MIN_AHEAD };
+  const took: SourceForecast = { clock: 0, random: 0, ids: 0 };
+  const ahead = (kind: keyof SourceForecast, used: SourceForecast) => {
+    took[kind] = Math.max(took[kind], used[kind]);
+    return took[kind] === 0 ? 0 : Math.max(MIN_AHEAD, used[kind]);
+  };
   return async ({ state, args, clock, random, ids }: ToolContext<JsonObject>): Promise<unknown> => {
     // The state as the step started: the draft's immutable base (read directly, never through the draft's
     // proxies; made into text only for a worker). A draft already changed (a tool called from another
@@ -217,11 +223,7 @@ function sandboxedRun(
     const outcome = await pool().run(request, lease, limits);
     const used = lease.used;
     if (used) {
-      forecast = {
-        clock: Math.max(MIN_AHEAD, used.clock),
-        random: Math.max(MIN_AHEAD, used.random),
-        ids: Math.max(MIN_AHEAD, used.ids),
-      };
+      forecast = { clock: ahead("clock", used), random: ahead("random", used), ids: ahead("ids", used) };
     }
     return settle(outcome, state, limits, (what, detail) => report(tool.name, what, detail));
   };

@@ -74,10 +74,12 @@ export class SourceLease implements GuestHost {
     tapes.ids = drawn;
     if (clock === systemClock) {
       tapes.clock = "system";
-    } else if (cloneable(clock) && this.forecast.clock > 0) {
-      const ahead = clock.clone();
+    } else if (cloneable(clock)) {
+      // An empty tape when none are forecast: it can still be drawn on next time (see pool.ts's TapeHost).
       const readings: number[] = [];
-      for (let i = Math.min(MAX_AHEAD, this.forecast.clock); i > 0; i--) readings.push(ahead.now());
+      const count = Math.min(MAX_AHEAD, this.forecast.clock);
+      const ahead = count > 0 ? clock.clone() : clock;
+      for (let i = count; i > 0; i--) readings.push(ahead.now());
       tapes.clock = readings;
       this.owedReadings = readings.length;
     }
