@@ -515,15 +515,19 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
     return document;
   };
 
-  // POST /sessions/{id}/calls straight on Node's request (fast-path.ts), unless some other route of
-  // this app could answer such a path (a tool's own /sessions/... route).
-  const calls = table.routes.find(
-    (route) => route.method === "POST" && route.path === "/sessions/{id}/calls",
-  );
-  const shadowed = table.routes.some(
-    (route) => route !== calls && route.method === "POST" && /^\/sessions\/[^/]*\/calls$/.test(route.path),
-  );
-  if (calls && !shadowed)
+  // POST /sessions/{id}/calls and GET /sessions/{id}/state straight on Node's request (fast-path.ts),
+  // unless some other route of this app could answer such paths (a tool's own /sessions/... route).
+  const fastRoutes: Array<[string, string, RegExp]> = [
+    ["POST", "/sessions/{id}/calls", /^\/sessions\/[^/]*\/calls$/],
+    ["GET", "/sessions/{id}/state", /^\/sessions\/[^/]*\/state$/],
+  ];
+  const alone = fastRoutes.every(([method, path, shape]) => {
+    const own = table.routes.find((route) => route.method === method && route.path === path);
+    return (
+      own && !table.routes.some((route) => route !== own && route.method === method && shape.test(route.path))
+    );
+  });
+  if (alone)
     setFastPath(
       app,
       createFastPath({

@@ -1,19 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Engine } from "../sim/engine.js";
-import { hashToken, readLimited } from "./http.js";
+import { type BodyText, hashToken, readLimited } from "./http.js";
 import { errorCodeOf, type ServerMetrics } from "./metrics.js";
 import type { Drain } from "./shutdown.js";
-import { sessionCall } from "./terrarium-routes.js";
+import { sessionCall, sessionState } from "./terrarium-routes.js";
 import { endHttpSpan, startNodeHttpSpan, tracingEnabled, withSpanContext } from "./tracing.js";
 
 /**
  * The server's fast path: `POST /sessions/{id}/calls`, the route an agent or a trainer calls in a loop,
- * answered straight on Node's request and response, without Hono and without web `Request`/`Response`
- * objects (which, with the adapter between them and Node, cost more than the route itself). It answers
- * exactly as the app does (app.ts): the same request id, token and owner checks, body limits, errors,
- * metrics, spans and drain behaviour, through the same `sessionCall`. Anything it is not sure to answer
- * alike it leaves to the app before reading a byte of the body: other routes, paths that need decoding or
+ * and `GET /sessions/{id}/state`, answered straight on Node's request and response, without Hono and
+ * without web `Request`/`Response` objects (which, with the adapter between them and Node, cost more than
+ * the route itself). It answers exactly as the app does (app.ts): the same request id, token and owner
+ * checks, body limits, errors, metrics, spans and drain behaviour, through the same `sessionCall` and
+ * `sessionState` as the routes. Anything it is not sure to answer alike it leaves to the app before
+ * reading a byte of the body: other routes and methods (HEAD too), paths that need decoding or
  * normalising, unusual Host headers, refused tokens, declared bodies over the limit, and every request
  * once the server drains.
  */
@@ -38,10 +39,17 @@ export interface FastPathOptions {
   answeredCode: (response: Response) => string | undefined;
 }
 
-/** The route template, as metrics and spans name it. */
-const CALLS_ROUTE = "/sessions/{id}/calls";
-/** Paths taken as they are: no percent-encoding, dot segment, query or trailing slash to interpret. */
-const CALLS_PATH = /^\/sessions\/([A-Za-z0-9_-]{1,200})\/calls$/;
+/**
+ * A route the fast path answers: its method, the paths it takes (as they are: no percent-encoding, dot
+ * segment, query or trailing slash to interpret), its template (as metrics and spans name it), and what
+ * it answers once the body (when it reads one) is in.
+ */
+interface FastRoute {
+  method: "GET" | "POST";
+  path: RegExp;
+  template: string;
+  run: (owner: string | undefined, id: string, body: BodyText) => Promise<unknown>;
+}
 /** Host headers node-server takes as they are (others it parses, and may refuse). */
 const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 /** The app's rule for a client's x-request-id (app.ts). */
@@ -127,8 +135,21 @@ function wantedHeaders(raw: string[]): Wanted {
 
 export function createFastPath(options: FastPathOptions): FastPath {
   const { engine, metrics, tokens, maxBody, drainLimit, maxDepth } = options;
+  const calls: FastRoute = {
+    method: "POST",
+    path: /^\/sessions\/([A-Za-z0-9_-]{1,200})\/calls$/,
+    template: "/sessions/{id}/calls",
+    run: (owner, id, body) => sessionCall(engine, owner, id, body),
+  };
+  const state: FastRoute = {
+    method: "GET",
+    path: /^\/sessions\/([A-Za-z0-9_-]{1,200})\/state$/,
+    template: "/sessions/{id}/state",
+    run: (owner, id) => sessionState(engine, owner, id),
+  };
 
-  const answerCall = async (
+  const answerRoute = async (
+    route: FastRoute,
     request: IncomingMessage,
     response: ServerResponse,
     id: string,
@@ -138,34 +159,36 @@ export function createFastPath(options: FastPathOptions): FastPath {
     const started = performance.now();
     const given = sent["x-request-id"];
     const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+    const { method, template } = route;
     metrics.requestsInFlight(1);
     const traced = tracingEnabled()
-      ? startNodeHttpSpan("POST", request.url as string, request.headers)
+      ? startNodeHttpSpan(method, request.url as string, request.headers)
       : undefined;
-    // The outcome as JSON text, or the app's answer (an error, a 413) as a Response.
+    // The answer as JSON text, or the app's answer (an error, a 413) as a Response.
     let answer: string | Response;
     let dispatched = false;
     const run = async (): Promise<string | Response> => {
-      const read = await readLimited(request, maxBody, drainLimit);
+      // GET has no body (the app reads none either).
+      const read = method === "GET" ? undefined : await readLimited(request, maxBody, drainLimit);
       if (read === "too-large") return options.tooLarge();
       dispatched = true;
       try {
-        const outcome = await sessionCall(engine, owner, id, {
+        const value = await route.run(owner, id, {
           text: read === "not-utf8" ? undefined : read,
           error: read === "not-utf8" ? "the body is not UTF-8 text" : undefined,
           contentType: sent["content-type"] ?? "",
           maxDepth,
         });
-        return JSON.stringify(outcome);
+        return JSON.stringify(value);
       } catch (error) {
-        return options.answer(error, requestId, `POST ${CALLS_ROUTE}`);
+        return options.answer(error, requestId, `${method} ${template}`);
       }
     };
     try {
       answer = traced ? await withSpanContext(traced.context, run) : await run();
     } catch (error) {
       // The body could not be read (the client went away): the app's error handler answers it.
-      answer = options.answer(error, requestId, `POST ${CALLS_ROUTE}`);
+      answer = options.answer(error, requestId, `${method} ${template}`);
     }
     const status = typeof answer === "string" ? 200 : answer.status;
     metrics.requestsInFlight(-1);
@@ -180,15 +203,15 @@ export function createFastPath(options: FastPathOptions): FastPath {
       }
     }
     metrics.observeHttp({
-      method: "POST",
-      route: CALLS_ROUTE,
+      method,
+      route: template,
       status,
       seconds: (performance.now() - started) / 1000,
       ...(code !== undefined ? { code } : {}),
     });
     if (traced) {
       const session = dispatched ? id : header(request.rawHeaders, "x-session-id")?.slice(0, 200);
-      endHttpSpan(traced.span, "POST", CALLS_ROUTE, status, session);
+      endHttpSpan(traced.span, method, template, status, session);
     }
     const closing = options.drain?.isDraining === true;
     if (typeof answer === "string") {
@@ -215,8 +238,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
   };
 
   return (request, response) => {
-    if (request.method !== "POST") return false;
-    const match = CALLS_PATH.exec(request.url ?? "");
+    const route = request.method === "POST" ? calls : request.method === "GET" ? state : undefined;
+    if (!route) return false;
+    const match = route.path.exec(request.url ?? "");
     if (!match || options.drain?.isDraining) return false;
     if (!PLAIN_HOST.test(request.headers.host ?? "")) return false;
     const headers = wantedHeaders(request.rawHeaders);
@@ -231,7 +255,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
       if (!owner) return false;
     }
     taken++;
-    answerCall(request, response, match[1] as string, owner, headers).catch(() => {
+    answerRoute(route, request, response, match[1] as string, owner, headers).catch(() => {
       // Only writing the answer can fail here, when the client is gone: nothing to answer.
       if (!response.headersSent) response.destroy();
     });

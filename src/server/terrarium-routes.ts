@@ -8,7 +8,6 @@ import {
   isObject,
   jsonBody,
   jsonValue,
-  ownSession,
   ownSessionOf,
   parseBodyObject,
   shortJson,
@@ -77,11 +76,7 @@ export function terrariumRoutes(
 ): Route<AppContext>[] {
   const createSession = <T>(c: AppContext, create: () => Promise<T>) =>
     answeringQuota("terrarium", () => quotas.createSessions(c.get("owner"), create));
-  const session = async (c: AppContext, id: string | undefined) => {
-    const record = await ownSession(engine, c, id);
-    if (!record) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
-    return record;
-  };
+  const session = (c: AppContext, id: string | undefined) => ownedSession(engine, c.get("owner"), id);
   const withId = { parameters: [SESSION_PATH] };
   return [
     {
@@ -196,7 +191,7 @@ export function terrariumRoutes(
       summary: "The session's current state",
       ...withId,
       responses: { "200": { description: "The state itself.", schema: SCHEMAS.state }, "404": NOT_FOUND },
-      handle: async (c, params) => c.json(await engine.state((await session(c, params.id)).id)),
+      handle: async (c, params) => c.json(await sessionState(engine, c.get("owner"), params.id)),
     },
     {
       method: "PUT",
@@ -403,6 +398,18 @@ export function terrariumRoutes(
   ];
 }
 
+/** The caller's session, or UNKNOWN_SESSION (others' sessions look like missing ones). */
+async function ownedSession(engine: Engine, owner: string | undefined, id: string | undefined) {
+  const record = await ownSessionOf(engine, owner, id);
+  if (!record) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+  return record;
+}
+
+/** GET /sessions/{id}/state, for the route and the server's fast path alike. */
+export async function sessionState(engine: Engine, owner: string | undefined, id: string | undefined) {
+  return engine.state((await ownedSession(engine, owner, id)).id);
+}
+
 /**
  * POST /sessions/{id}/calls once its body is read: the caller's session (others' look missing), the body
  * `{name, arguments}`, the engine's outcome. The route and the server's fast path (fast-path.ts) both
@@ -414,8 +421,7 @@ export async function sessionCall(
   id: string | undefined,
   read: BodyText,
 ): Promise<CallOutcome> {
-  const record = await ownSessionOf(engine, owner, id);
-  if (!record) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+  const record = await ownedSession(engine, owner, id);
   const body = parseBodyObject(read);
   if (typeof body.name !== "string")
     throw new TerrariumError("INVALID_INPUT", 'the body must be {"name": string, "arguments": object}');

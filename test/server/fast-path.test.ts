@@ -5,7 +5,8 @@ import { fastPathTaken } from "../../src/server/fast-path.js";
 import { startServer } from "../../src/server/index.js";
 
 /**
- * POST /sessions/{id}/calls has a fast path on Node's request (fast-path.ts). Two servers alike but for
+ * POST /sessions/{id}/calls and GET /sessions/{id}/state have a fast path on Node's request
+ * (fast-path.ts). Two servers alike but for
  * it (TERRARIUM_HTTP_FAST_PATH=0 turns it off) get the same requests, in the same order, and must answer
  * them byte for byte alike: status, headers, body, and then the same metrics.
  */
@@ -314,6 +315,37 @@ describe("the fast path answers POST /sessions/{id}/calls as the app does", () =
       200,
       false,
     ],
+    ["GET state", () => ({ path: `/sessions/${mine}/state`, method: "GET", headers: auth() }), 200, true],
+    [
+      "GET state of an unknown session",
+      () => ({ path: "/sessions/nope/state", method: "GET", headers: auth() }),
+      404,
+      true,
+    ],
+    [
+      "GET state of another token's session",
+      () => ({ path: `/sessions/${theirs}/state`, method: "GET", headers: auth() }),
+      404,
+      true,
+    ],
+    [
+      "GET state without a token (left to the app)",
+      () => ({ path: `/sessions/${mine}/state`, method: "GET" }),
+      401,
+      false,
+    ],
+    [
+      "HEAD state (left to the app)",
+      () => ({ path: `/sessions/${mine}/state`, method: "HEAD", headers: auth() }),
+      200,
+      false,
+    ],
+    [
+      "GET state with a query (left to the app)",
+      () => ({ path: `/sessions/${mine}/state?x=1`, method: "GET", headers: auth() }),
+      200,
+      false,
+    ],
     [
       "a GET (left to the app)",
       () => ({ path: `/sessions/${mine}/calls`, method: "GET", headers: auth() }),
@@ -335,6 +367,7 @@ describe("the fast path answers POST /sessions/{id}/calls as the app does", () =
     const state = await both({ path: `/sessions/${mine}/state`, method: "GET", headers: auth() });
     expect(state.fast.status).toBe(200);
     expect(state.fast).toEqual(state.slow);
+    expect(JSON.parse(state.fast.body).stats.transfer_count).toBeGreaterThan(0);
     const history = await both({ path: `/sessions/${mine}/history`, method: "GET", headers: auth() });
     expect(history.fast.body).toBe(history.slow.body);
     const counted = async (server: Server) =>
