@@ -6,11 +6,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Catalog } from "../src/catalog/index.js";
+import { readDocument } from "../src/catalog/read-document.js";
 import {
   BUILTIN_ENVIRONMENTS,
+  defineSandboxedEnvironment,
   type EnvironmentInstance,
   loadEnvironment,
   loadPythonEnvironment,
+  type SandboxedEnvironmentDescriptor,
+  SandboxPool,
 } from "../src/envs/index.js";
 import { MemoryStore, SqliteStore, type Store } from "../src/sessions/index.js";
 import { CodeSimulator, Engine } from "../src/sim/index.js";
@@ -126,12 +130,12 @@ export async function benchEnvs(): Promise<BenchResult> {
 
 /**
  * The QuickJS sandbox: the counter example's increment, beside the same work as a plain function; once
- * in one session and once in four sessions at a time (calls run in the sandbox's worker threads).
+ * in one session, once in four sessions at a time, and once with every call in a worker thread (the
+ * pool's inline calls off: what a call that overruns the inline budget costs, see pool.ts).
  */
 async function sandboxRows(): Promise<Array<{ subject: string; baseline: number; measured: number }>> {
-  const counter = await loadEnvironment(
-    join(import.meta.dirname, "..", "examples", "environments", "counter.quickjs.yaml"),
-  );
+  const file = join(import.meta.dirname, "..", "examples", "environments", "counter.quickjs.yaml");
+  const counter = await loadEnvironment(file);
   const instance = await counter.create({ seed: 1 });
   const plain = { count: 0, history: {} as Record<string, unknown> };
   let n = 0;
@@ -172,7 +176,27 @@ async function sandboxRows(): Promise<Array<{ subject: string; baseline: number;
     baseline,
     measured: (await stepsPerSecond(together)) * SESSIONS,
   };
-  return [single, parallel];
+  const workersOnly = new SandboxPool({ inlineMs: 0 });
+  try {
+    const inWorkers = defineSandboxedEnvironment(readDocument(file) as SandboxedEnvironmentDescriptor, {
+      pool: workersOnly,
+    });
+    const workerInstance = await inWorkers.create({ seed: 1 });
+    let workerSteps = 0;
+    const inWorker = async () => {
+      if (++workerSteps % 100 === 0) await workerInstance.reset();
+      return workerInstance.step({ name: "increment", arguments: { by: 1 } });
+    };
+    await warmUp(inWorker);
+    const workers = {
+      subject: "QuickJS sandbox, every call in a worker thread (inline calls off)",
+      baseline,
+      measured: await stepsPerSecond(inWorker),
+    };
+    return [single, parallel, workers];
+  } finally {
+    await workersOnly.close();
+  }
 }
 
 /** Runs `step` for WARM_UP_MS, so that what is measured next runs on optimised code. */
