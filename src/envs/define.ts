@@ -134,14 +134,18 @@ export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Envi
   return environment;
 }
 
+/** A tool's `fail`: the same function for every step of every instance. */
+function fail(message: string, details?: Record<string, unknown>): never {
+  throw new ToolFailure(message, details);
+}
+
 class TypeScriptInstance<S> implements EnvironmentInstance {
-  /** Made on first use: deriving a random source hashes, and most steps draw no id. */
+  /** Made on first use: most steps draw no id. */
   private idSource: IdGenerator | undefined;
   private forks = 0;
   /** The parts of a tool's context that stay the same from step to step. */
   private readonly ids: IdGenerator;
   private readonly now: () => string;
-  private readonly fail: (message: string, details?: Record<string, unknown>) => never;
 
   constructor(
     readonly environment: Environment,
@@ -153,15 +157,13 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     private readonly clock: Clock,
     private readonly initial: () => S,
   ) {
-    const source = () => {
-      if (this.idSource === undefined) this.idSource = createIdGenerator(this.random.derive("ids"));
-      return this.idSource;
-    };
-    this.ids = { next: (prefix) => source().next(prefix), uuid: () => source().uuid() };
+    this.ids = { next: (prefix) => this.idGenerator().next(prefix), uuid: () => this.idGenerator().uuid() };
     this.now = () => isoTime(this.clock.now());
-    this.fail = (message, details) => {
-      throw new ToolFailure(message, details);
-    };
+  }
+
+  private idGenerator(): IdGenerator {
+    this.idSource ??= createIdGenerator(this.random.derive("ids"));
+    return this.idSource;
   }
 
   /**
@@ -188,7 +190,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
         now: this.now,
         random: this.random,
         ids: this.ids,
-        fail: this.fail,
+        fail,
       });
       // Read the observation while the draft is alive: it may hold parts of the draft.
       const observation = observationOf(result instanceof Promise ? await result : result);

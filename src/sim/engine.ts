@@ -16,6 +16,7 @@ import {
   type SessionHead,
   type SessionRecord,
   type Snapshot,
+  type StepState,
   type Store,
 } from "../sessions/types.js";
 import { SchemaCompiler } from "../validate/ajv.js";
@@ -385,31 +386,33 @@ export class Engine {
       newState?: unknown,
       changes?: readonly JsonChange[],
     ): Promise<CallOutcome> => {
-      const entry = await this.store
-        .appendStep(
-          id,
-          {
-            at,
-            request: recorded,
-            result: {
-              status: result.status,
-              observation: result.observation,
-              changes: result.changes,
-              errors: result.errors,
-            },
-            simulator,
-            ...(result.usage ? { usage: result.usage } : {}),
-            ...(seed !== undefined ? { seed } : {}),
-            ...(semanticNote ? { semantic: semanticNote } : {}),
-          },
-          newState === undefined
-            ? undefined
-            : { state: newState, reason: "step", ...(changes ? { changes } : {}) },
-        )
-        .catch((error: unknown) => {
-          if (simulatedChanges) this.forget(id);
-          throw error;
-        });
+      // Built field by field in the order a history entry always had (no spread of temporary objects).
+      const step: Omit<HistoryEntry, "index" | "snapshot"> = {
+        at,
+        request: recorded,
+        result: {
+          status: result.status,
+          observation: result.observation,
+          changes: result.changes,
+          errors: result.errors,
+        },
+        simulator,
+      };
+      if (result.usage) step.usage = result.usage;
+      if (seed !== undefined) step.seed = seed;
+      if (semanticNote) step.semantic = semanticNote;
+      let stepState: StepState | undefined;
+      if (newState !== undefined) {
+        stepState = { state: newState, reason: "step" };
+        if (changes) stepState.changes = changes;
+      }
+      let entry: HistoryEntry;
+      try {
+        entry = await this.store.appendStep(id, step, stepState);
+      } catch (error) {
+        if (simulatedChanges) this.forget(id);
+        throw error;
+      }
       if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
       return { ...result, simulator, step: entry.index, semantic };
     };

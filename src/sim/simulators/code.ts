@@ -114,15 +114,16 @@ export class CodeSimulator implements Simulator {
     // The instance now holds the state of the snapshot this step will produce (if it changes anything).
     entry.snapshotIndex = context.snapshotIndex + (transition.changes.length > 0 ? 1 : 0);
     this.evict();
-    return {
+    const result: SimulationResult = {
       status: transition.success ? "ok" : "tool_error",
       observation: transition.observation,
       changes: transition.changes,
-      // A transition's changes apply exactly to its `before`; when that is the stored state itself, the
-      // engine takes `after` as the new state rather than applying the changes to it again.
-      ...(transition.success && transition.before === context.state ? { state: transition.after } : {}),
-      ...(seed !== undefined ? { seed } : {}),
     };
+    // A transition's changes apply exactly to its `before`; when that is the stored state itself, the
+    // engine takes `after` as the new state rather than applying the changes to it again.
+    if (transition.success && transition.before === context.state) result.state = transition.after;
+    if (seed !== undefined) result.seed = seed;
+    return result;
   }
 
   forget(sessionId: string): void {
