@@ -354,6 +354,9 @@ async function longSession(server: ChildServer): Promise<Row> {
 /**
  * Calls per second through 1, 2 and 3 replicas sharing one Postgres database beside one SQLite server:
  * 16 clients, each on a session of its own, each call to the next replica (any replica serves any session).
+ * On Linux each measure also says the CPU a call cost in the servers (this process's children) and in
+ * Postgres (every `postgres` process of this host, so only when it runs here, and whatever else it serves
+ * meanwhile counts too): the per-call costs that say what to expect elsewhere (docs/deployment.md).
  */
 async function replicas(
   url: string,
@@ -361,6 +364,32 @@ async function replicas(
   start: (options: { sources: string[]; db?: string }) => Promise<ChildServer>,
 ): Promise<Row[]> {
   const clients = 16;
+  const { readFileSync, readdirSync } = await import("node:fs");
+  /** CPU seconds of this process's children and of the host's postgres processes; undefined without /proc. */
+  const cpuNow = (): { servers: number; postgres: number } | undefined => {
+    try {
+      let servers = 0;
+      let postgres = 0;
+      for (const entry of readdirSync("/proc")) {
+        if (!/^\d+$/.test(entry)) continue;
+        let stat: string;
+        try {
+          stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        } catch {
+          continue; // ended meanwhile
+        }
+        const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // utime and stime, in clock ticks (100 a second on Linux)
+        const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+        if (Number(fields[1]) === process.pid) servers += seconds;
+        else if (name === "postgres") postgres += seconds;
+      }
+      return { servers, postgres };
+    } catch {
+      return undefined;
+    }
+  };
   const scratch = await createScratchDatabase(url, "terrarium_bench");
   try {
     const sqlite = await start({ sources: ["bank"], db: sqliteFile });
@@ -378,10 +407,13 @@ async function replicas(
         ),
       ),
     );
+    // Microseconds of CPU per call, each round's (the first, a warm-up, left out).
+    const costs = setups.map(() => ({ rounds: 0, servers: [] as number[], postgres: [] as number[] }));
     const rates = await alternate(
-      setups.map((servers, i) => () => {
+      setups.map((servers, i) => async () => {
         const ids = sessions[i] as string[];
-        return drive(
+        const before = cpuNow();
+        const rate = await drive(
           (worker, n) => ({
             port: (servers[(worker + n) % servers.length] as ChildServer).port,
             path: `/sessions/${ids[worker]}/calls`,
@@ -391,13 +423,29 @@ async function replicas(
           ROUND_MS,
           true,
         );
+        const after = cpuNow();
+        const cost = costs[i] as (typeof costs)[number];
+        const calls = (rate.callsPerSecond * ROUND_MS) / 1000;
+        if (cost.rounds++ > 0 && before && after && calls > 0) {
+          cost.servers.push(((after.servers - before.servers) * 1e6) / calls);
+          cost.postgres.push(((after.postgres - before.postgres) * 1e6) / calls);
+        }
+        return rate;
       }),
     );
     const [base, one, two, three] = rates as [Rate, Rate, Rate, Rate];
     for (const child of [sqlite, ...pg]) await child.stop();
+    const cpu = (i: number, postgres: boolean) => {
+      const cost = costs[i] as (typeof costs)[number];
+      if (cost.servers.length === 0) return "";
+      const servers = `${Math.round(median(cost.servers))} µs server`;
+      return postgres
+        ? ` (CPU per call: ${servers}s, ${Math.round(median(cost.postgres))} µs Postgres)`
+        : ` (CPU per call: ${servers})`;
+    };
     const row = (replicasCount: number, measured: Rate, target?: number): Row => ({
-      measure: `Postgres, ${replicasCount} replica${replicasCount > 1 ? "s" : ""}, ${clients} clients on sessions of their own`,
-      baseline: "SQLite, one server",
+      measure: `Postgres, ${replicasCount} replica${replicasCount > 1 ? "s" : ""}, ${clients} clients on sessions of their own${cpu(replicasCount, true)}`,
+      baseline: `SQLite, one server${cpu(0, false)}`,
       baselineRate: base.callsPerSecond,
       measured,
       ratio: measured.callsPerSecond / base.callsPerSecond,

@@ -163,12 +163,13 @@ export interface PostgresStoreOptions {
   lockPoolSize?: number;
   /**
    * Milliseconds a replica keeps a session's lock (and its lock connection) after a call when nobody else
-   * wrote the session since this replica's call before (default 50, or `TERRARIUM_PG_LEASE_MS`; 0: never).
-   * The next call on the session here then starts without asking the database (its cache is current as
-   * long as the lock is held): one round trip per call instead of two. A call on that session through
-   * another replica waits at most this long, or four times this long when calls here follow each other
-   * without a break (a lock held that long is let go at the next call's end); the session's calls then
-   * alternate and none is kept. Kept locks never take the last free lock connection.
+   * wrote the session since this replica's call before (default 250, or `TERRARIUM_PG_LEASE_MS`; 0:
+   * never). The next call on the session here then starts without asking the database (its cache is
+   * current as long as the lock is held) and commits with other sessions' steps: one round trip per call,
+   * shared. A call on that session through another replica is seen waiting at this replica's next write,
+   * and the lock is let go after that call; an idle kept lock it waits out (at most this long), and calls
+   * here that follow each other without a break let go after four times this long whatever happens. The
+   * session's calls then alternate and none is kept. Kept locks never take the last free lock connection.
    */
   leaseMs?: number;
   /** A schema to create the tables in (created if missing); the connection's default otherwise. */
@@ -290,6 +291,9 @@ export class PostgresStore implements Store {
    */
   private readonly records = new Lru<string, { seq: string; text: string }>(STATE_CACHE_SIZE);
   private readonly leaseMs: number;
+  /** Steps of kept sessions waiting for the next group commit, and the group commits on their way. */
+  private readonly queued: Queued[] = [];
+  private writing = 0;
   /** Sessions whose lock this replica keeps between calls (oldest first), with their connection. */
   private readonly leases = new Map<string, Lease>();
   /** Whether the hot path's functions are in the database (set once migrated). */
@@ -335,7 +339,7 @@ export class PostgresStore implements Store {
     if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema))
       throw new TerrariumError("INVALID_INPUT", `not a plain schema name: ${options.schema}`);
     this.probeTimeoutMs = positiveMs(options.probeTimeoutMs, "probeTimeoutMs") ?? 2000;
-    this.leaseMs = options.leaseMs ?? envInteger("TERRARIUM_PG_LEASE_MS", 0) ?? 50;
+    this.leaseMs = options.leaseMs ?? envInteger("TERRARIUM_PG_LEASE_MS", 0) ?? 250;
     if (!Number.isFinite(this.leaseMs) || this.leaseMs < 0)
       throw new TerrariumError("CONFIG_INVALID", `leaseMs must be 0 or more (got ${this.leaseMs})`);
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
@@ -463,6 +467,7 @@ export class PostgresStore implements Store {
       !this.closed &&
       !held.lost &&
       held.prefetch?.fresh === true &&
+      !held.wanted &&
       // Held this long without a break, it is let go: a replica waiting for the session gets its turn.
       performance.now() - (held.since ?? 0) < 4 * this.leaseMs &&
       (this.leases.has(held.id) || this.spareLockConnections() > 1)
@@ -667,6 +672,7 @@ export class PostgresStore implements Store {
   }
 
   async deleteSession(id: string): Promise<boolean> {
+    this.dropLease(this.leases.get(id));
     this.forgetSession(id);
     const { deleted, hashes } = await this.guard("deleteSession", () =>
       this.transaction(
@@ -859,7 +865,12 @@ export class PostgresStore implements Store {
       state && { reason: state.reason, state: next, ...(state.changes ? { changes: state.changes } : {}) },
       held,
     );
-    if (plan && held) return this.guard("appendStep", () => this.writeStep(id, plan, held));
+    if (plan && held)
+      return this.guard("appendStep", () =>
+        // A step whose lock stays held commits with other sessions' steps (group commit); one that lets
+        // the lock go commits on the lock's connection, unlocking as it does.
+        this.mayKeep(held) ? this.writeKept(id, plan, held) : this.writeStep(id, plan, held),
+      );
     let chain: Chain | undefined;
     const written = await this.guard("appendStep", () => {
       if (held?.lost) throw lockLost();
@@ -958,6 +969,126 @@ export class PostgresStore implements Store {
     return { ...full, snapshot: { ...made, checkpoint, chain: fresh } };
   }
 
+  /**
+   * Writes a planned step whose session stays locked: queued with the steps of other sessions that are
+   * ready meanwhile, and committed with them in one statement on a query connection (at most
+   * `WRITERS` such statements at once). Acknowledged once that statement committed: each step is stored
+   * when its call answers, as alone. The lock stays with the call (released after the commit, never
+   * before), so the session's next holder reads the step.
+   */
+  private async writeKept(id: string, plan: StepPlan, held: HeldLock): Promise<HistoryEntry> {
+    if (held.lost) throw lockLost();
+    await new Promise<void>((resolve, reject) => {
+      this.queued.push({ id, plan, held, resolve, reject });
+      this.flush();
+    });
+    held.unlocked = false;
+    return this.written(id, plan, held);
+  }
+
+  /** Sends what is queued, as long as fewer than `WRITERS` statements are on their way. */
+  private flush(): void {
+    while (this.writing < WRITERS && this.queued.length > 0) {
+      const batch = this.queued.splice(0, BATCH_MAX);
+      this.writing++;
+      void this.writeBatch(batch, true).finally(() => {
+        this.writing--;
+        this.flush();
+      });
+    }
+  }
+
+  /**
+   * Writes `batch` in one statement. When the database refuses it (a step whose session was deleted, an
+   * index already taken), nothing of it is stored: each step is then written alone, so each hears its own
+   * answer. When the answer is lost, each step is looked for before it is answered; none is written again.
+   */
+  private async writeBatch(batch: Queued[], split: boolean): Promise<void> {
+    const columns = {
+      session: [] as string[],
+      seq: [] as string[],
+      entryIdx: [] as number[],
+      entry: [] as string[],
+      snapIdx: [] as Array<number | null>,
+      at: [] as Array<string | null>,
+      reason: [] as Array<string | null>,
+      hash: [] as Array<string | null>,
+      size: [] as Array<number | null>,
+      state: [] as Array<string | null>,
+      changes: [] as Array<string | null>,
+    };
+    for (const { id, plan } of batch) {
+      const snap = plan.snapshot;
+      columns.session.push(id);
+      columns.seq.push(plan.seq);
+      columns.entryIdx.push(plan.entryIndex);
+      columns.entry.push(plan.text);
+      columns.snapIdx.push(snap?.index ?? null);
+      columns.at.push(snap?.at ?? null);
+      columns.reason.push(snap?.reason ?? null);
+      columns.hash.push(snap?.checkpoint?.hash ?? null);
+      columns.size.push(snap?.checkpoint?.text.length ?? null);
+      columns.state.push(snap?.checkpoint?.text ?? null);
+      columns.changes.push(snap?.changes ?? null);
+    }
+    let stored: Set<string>;
+    let wanted: Set<string>;
+    try {
+      const { rows } = await this.pool.query({
+        name: "terrarium_steps_v2",
+        text: STEPS_SQL,
+        values: Object.values(columns),
+        rowMode: "array",
+      } as QueryConfig);
+      const row = rows[0] as unknown as [string[] | null, string[] | null] | undefined;
+      stored = new Set(row?.[0] ?? []);
+      wanted = new Set(row?.[1] ?? []);
+    } catch (error) {
+      if (!connectionFailure(error)) {
+        if (split && batch.length > 1) {
+          for (const one of batch) await this.writeBatch([one], false);
+          return;
+        }
+        const code = (error as { code?: string }).code;
+        for (const { id, held, reject } of batch) {
+          held.prefetch = undefined; // not kept: the next call reads the session afresh
+          // An index already taken: another writer got in (the lock was lost meanwhile); nothing written.
+          if (code === "23505") {
+            this.forgetSession(id);
+            reject(lockLost());
+          } else reject(code === "23503" ? unknownSession(id) : translate(error));
+        }
+        return;
+      }
+      // Sent but unanswered: it may have committed, all of it or nothing. Ask which, never write again.
+      for (const { id } of batch) this.forgetSession(id);
+      const found = await this.onProbe(async (db) => {
+        const { rows } = await db.query<{ session: string; entry: string }>(
+          "SELECT h.session, h.entry FROM terrarium_history h JOIN unnest($1::text[], $2::int[]) AS w(session, idx) ON h.session = w.session AND h.idx = w.idx",
+          [columns.session, columns.entryIdx],
+        );
+        return new Map(rows.map((row) => [row.session, row.entry]));
+      }).catch(() => undefined);
+      for (const { id, plan, held, resolve, reject } of batch) {
+        held.prefetch = undefined;
+        if (found === undefined) reject(storeUnavailable("in_doubt", error));
+        else if (found.get(id) === plan.text) resolve();
+        else reject(error); // nothing was written: a plain outage
+      }
+      return;
+    }
+    for (const { id, held, resolve, reject } of batch) {
+      if (wanted.has(id)) held.wanted = true;
+      if (stored.has(id)) resolve();
+      else {
+        held.prefetch = undefined;
+        // No session row with the sequence number read: deleted (perhaps made again) since.
+        this.forgetSession(id);
+        reject(unknownSession(id));
+      }
+    }
+  }
+
   /** Writes a planned step on the lock's own connection, in one statement (its own transaction). */
   private async writeStep(id: string, plan: StepPlan, held: HeldLock): Promise<HistoryEntry> {
     if (held.lost) throw lockLost();
@@ -1018,6 +1149,12 @@ export class PostgresStore implements Store {
       throw unknownSession(id);
     }
     held.unlocked = unlocked;
+    return this.written(id, plan, held);
+  }
+
+  /** What a step's write moves on: the caches and what the lock read, so later reads need no round trip. */
+  private written(id: string, plan: StepPlan, held: HeldLock): HistoryEntry {
+    const snap = plan.snapshot;
     const full = { ...plan.rest, index: plan.entryIndex } as HistoryEntry;
     if (snap) {
       full.snapshot = snap.index;
@@ -1620,7 +1757,48 @@ interface HeldLock {
   unlocked?: boolean;
   /** When the lock was taken (kept locks carry it from call to call). */
   since?: number;
+  /** Another replica waits for this lock: it is let go after the call. */
+  wanted?: boolean;
   forget?: () => void;
+}
+
+/**
+ * The steps of several sessions in one statement (group commit), each at the indexes its lock's read gave,
+ * each only if its session row is still the one read; the sessions whose step was stored come back, and
+ * those another replica waits for (their locks are then let go after the call, not kept). Their locks are
+ * held by their calls' connections and released after the commit.
+ */
+const STEPS_SQL = `
+WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::int[], $6::text[],
+                               $7::text[], $8::text[], $9::int[], $10::text[], $11::text[])
+             AS v(session, seq, entry_idx, entry, snap_idx, at, reason, hash, size, state, changes)),
+ok AS (SELECT v.* FROM v JOIN terrarium_sessions s ON s.id = v.session AND s.seq = v.seq),
+st AS (INSERT INTO terrarium_states (hash, size, state)
+       SELECT DISTINCT ON (hash) hash, size, state FROM ok WHERE hash IS NOT NULL
+       ON CONFLICT (hash) DO UPDATE SET hash = EXCLUDED.hash RETURNING 1),
+sn AS (INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes)
+       SELECT session, snap_idx, at, reason, hash, changes FROM ok WHERE snap_idx IS NOT NULL RETURNING 1),
+h AS (INSERT INTO terrarium_history (session, idx, entry) SELECT session, entry_idx, entry FROM ok
+      RETURNING session),
+-- Calls of other replicas waiting for one of these sessions' locks (key 0, as two halves in pg_locks).
+w AS MATERIALIZED (SELECT l.classid::bigint AS hi, l.objid::bigint AS lo FROM pg_locks l
+                    WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1)
+SELECT (SELECT array_agg(session) FROM h),
+       (SELECT array_agg(v.session) FROM v WHERE EXISTS (
+          SELECT 1 FROM w WHERE w.hi = ((hashtextextended(v.session, 0) >> 32) & 4294967295)
+                            AND w.lo = (hashtextextended(v.session, 0) & 4294967295)))`;
+
+/** Group commits on their way at once, and steps in one. */
+const WRITERS = 2;
+const BATCH_MAX = 64;
+
+/** A step waiting for its group commit. */
+interface Queued {
+  id: string;
+  plan: StepPlan;
+  held: HeldLock;
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }
 
 /** A session lock kept between calls, until `timer` ends it (or a call takes it). */
