@@ -10,7 +10,7 @@ import { openEnvRoutes } from "../rl/openenv/http.js";
 import type { OpenEnvServer } from "../rl/openenv/server.js";
 import type { Engine } from "../sim/engine.js";
 import type { StateUpdate, StateUpdateRequest } from "../sim/state-updater.js";
-import { createFastPath, setFastPath } from "./fast-path.js";
+import { createFastPath, REQUEST_ID, setFastPath } from "./fast-path.js";
 import {
   type GeckoOptions,
   geckoRoutes,
@@ -576,9 +576,6 @@ export function createApp(engine: Engine, options: AppOptions = {}): Hono<Env> {
   });
   return app;
 }
-
-/** A request id a client may choose: short, printable, nothing a log line could be broken with. */
-const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /** The error code each answer was given (for metrics: Gecko's and the tools' shapes carry none). */
 const ANSWERED_CODES = new WeakMap<Response, string>();

@@ -52,8 +52,8 @@ interface FastRoute {
 }
 /** Host headers node-server takes as they are (others it parses, and may refuse). */
 const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
-/** The app's rule for a client's x-request-id (app.ts). */
-const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+/** A request id a client may choose: short, printable, nothing a log line could be broken with. */
+export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BEARER = /^Bearer\s+(.+)$/i;
 
 const FAST_PATHS = new WeakMap<object, FastPath>();
