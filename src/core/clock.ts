@@ -60,10 +60,32 @@ let formatted = "";
 let parsedText: string | undefined;
 let parsedMs = Number.NaN;
 
+/** The UTC day of the last formatted instant: its first millisecond and its text up to the "T". */
+let dayStart = Number.NaN;
+let dayText = "";
+const DAY_MS = 86_400_000;
+/** The last instant a Date can hold (its day's later milliseconds cannot be formatted: Date throws). */
+const MAX_TIME = 8.64e15;
+
 /** `new Date(ms).toISOString()`. */
 export function isoTime(ms: number): string {
   if (ms === formattedMs) return formatted;
-  const text = new Date(ms).toISOString();
+  let text: string;
+  const t = ms - dayStart;
+  if (t >= 0 && t < DAY_MS && Number.isInteger(ms) && ms <= MAX_TIME) {
+    // Another instant of the same day: the time of day by arithmetic, the date part as Date wrote it.
+    const hours = Math.floor(t / 3_600_000);
+    const minutes = Math.floor(t / 60_000) % 60;
+    const seconds = Math.floor(t / 1000) % 60;
+    const millis = t % 1000;
+    text = `${dayText}${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}.${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`;
+  } else {
+    text = new Date(ms).toISOString();
+    if (Number.isInteger(ms)) {
+      dayStart = Math.floor(ms / DAY_MS) * DAY_MS;
+      dayText = text.slice(0, text.indexOf("T") + 1);
+    }
+  }
   formattedMs = ms;
   formatted = text;
   // The text of a whole millisecond reads back as it: the next parse of it (the call's clock) is known.
@@ -72,6 +94,10 @@ export function isoTime(ms: number): string {
     parsedMs = ms === 0 ? 0 : ms; // never -0: Date.parse reads +0
   }
   return text;
+}
+
+function pad2(value: number): string {
+  return value < 10 ? `0${value}` : `${value}`;
 }
 
 /** `Date.parse(text)`. */

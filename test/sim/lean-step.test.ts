@@ -86,5 +86,19 @@ describe("a call on a code environment under the engine", () => {
       expect(Object.is(parseTime(text), Date.parse(text))).toBe(true);
     expect(() => isoTime(Number.NaN)).toThrow(RangeError);
     expect(() => isoTime(8.64e15 + 1)).toThrow(RangeError);
+    // Instants of one day after another (formatted by arithmetic from the day's text), days apart, and
+    // far from each other, in every order: each the text Date gives.
+    let ms = Date.UTC(2025, 0, 1, 23, 59, 58, 990);
+    const seen: number[] = [];
+    for (let i = 0; i < 3000; i++) {
+      ms += [1, 7, 999, 1000, 59_999, 3_600_000, 86_399_999][i % 7] as number;
+      seen.push(ms);
+    }
+    for (let i = 0; i < 2000; i++) seen.push(Math.floor((Math.random() * 2 - 1) * 8.64e15));
+    seen.push(8.64e15, -8.64e15, -8.64e15 + 1, 8.64e15 - 1, -1, 0, 999, -62198755200000);
+    for (const instant of [...seen, ...seen.reverse()])
+      expect(isoTime(instant)).toBe(new Date(instant).toISOString());
+    isoTime(8.64e15 - 5);
+    expect(() => isoTime(8.64e15 + 1)).toThrow(RangeError);
   });
 });
