@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
-import { SandboxPool, type SandboxPoolOptions } from "../../src/envs/sandbox/pool.js";
+import { SandboxPool, type SandboxPoolOptions, sandboxPool } from "../../src/envs/sandbox/pool.js";
 import {
   defineSandboxedEnvironment,
   type SandboxedEnvironmentDescriptor,
@@ -214,6 +214,23 @@ describe("sandbox: inline calls", () => {
     // The first call that took values after calls that took none ran out of them inline, and was run
     // again by a worker; every other call ran inline (values are drawn for it from then on).
     expect(inline.stats()).toMatchObject({ inline: 5, declined: 1 });
+  });
+
+  it("takes the process pool's inline budget from TERRARIUM_SANDBOX_INLINE_MS (0: every call in a worker)", async () => {
+    const saved = process.env.TERRARIUM_SANDBOX_INLINE_MS;
+    try {
+      process.env.TERRARIUM_SANDBOX_INLINE_MS = "soon";
+      expect(() => sandboxPool()).toThrow(/TERRARIUM_SANDBOX_INLINE_MS must be a number of milliseconds/);
+      process.env.TERRARIUM_SANDBOX_INLINE_MS = "0";
+      const shared = sandboxPool();
+      pools.push(shared);
+      const instance = await defineSandboxedEnvironment(NOTES).create({ seed: 1 });
+      expect((await instance.step({ name: "add" })).success).toBe(true);
+      expect(shared.stats()).toMatchObject({ inline: 0, declined: 0 });
+    } finally {
+      if (saved === undefined) delete process.env.TERRARIUM_SANDBOX_INLINE_MS;
+      else process.env.TERRARIUM_SANDBOX_INLINE_MS = saved;
+    }
   });
 
   it("keeps sessions apart when their calls run inline, one after another in one engine", async () => {

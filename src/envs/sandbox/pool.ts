@@ -694,15 +694,18 @@ let shared: SandboxPool | undefined;
 
 /**
  * The process's pool, made on first use. Its size comes from TERRARIUM_SANDBOX_WORKERS when set (and
- * TERRARIUM_SANDBOX_MAX_WORKERS), otherwise from the defaults; configureSandboxPool replaces it.
+ * TERRARIUM_SANDBOX_MAX_WORKERS), its inline budget from TERRARIUM_SANDBOX_INLINE_MS (0: every call in a
+ * worker thread), otherwise from the defaults; configureSandboxPool replaces it.
  */
 export function sandboxPool(): SandboxPool {
   if (!shared) {
     const size = readCount("TERRARIUM_SANDBOX_WORKERS");
     const maxWorkers = readCount("TERRARIUM_SANDBOX_MAX_WORKERS");
+    const inlineMs = readMilliseconds("TERRARIUM_SANDBOX_INLINE_MS");
     shared = new SandboxPool({
       ...(size !== undefined ? { size } : {}),
       ...(maxWorkers !== undefined ? { maxWorkers } : {}),
+      ...(inlineMs !== undefined ? { inlineMs } : {}),
     });
   }
   return shared;
@@ -714,6 +717,19 @@ export function configureSandboxPool(options: SandboxPoolOptions): SandboxPool {
   shared = new SandboxPool(options);
   if (previous) void previous.close();
   return shared;
+}
+
+function readMilliseconds(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === "") return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0) {
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `${name} must be a number of milliseconds (0 or more), got "${text}"`,
+    );
+  }
+  return value;
 }
 
 function readCount(name: string): number | undefined {
