@@ -253,11 +253,14 @@ export function describePostgresUrl(value: string): string {
  * database confirms it is still the latest (another replica may have moved the session on).
  *
  * `withSessionLock` serialises whole calls on one session across replicas with a per-session advisory
- * lock, held on a connection of a separate lock pool. A call under it costs two statements on that
- * connection (`FUNCTIONS_SQL`): one takes the lock and returns what the call reads (the record, the latest
- * snapshot's row or the changes since the state this replica has cached, where the history ends); the
- * other writes the step, built here on that very snapshot, and releases the lock as it commits. Outside
- * a lock, or when what is cached does not suffice, the store reads and writes in transactions as before.
+ * lock, held on a connection of a separate lock pool. A call under it costs at most two statements: one
+ * takes the lock and returns what the call reads (`FUNCTIONS_SQL`: a few numbers when this replica's cache
+ * is current, else the changes since the state it has cached, or the chain from the latest checkpoint);
+ * the other writes the step (`STEP_SQL`), built here on that very snapshot at the indexes read, and
+ * releases the lock as it commits. When nobody else wrote the session since this replica's call before,
+ * the lock is kept for the next call here (`leaseMs`), which then needs no lock statement, and its step
+ * commits together with other sessions' steps ready meanwhile (`STEPS_SQL`, group commit). Outside a
+ * lock, or when what is cached does not suffice, the store reads and writes in transactions as before.
  *
  * The database may go away and come back while serving (a restart, a failover): no connection error ever
  * reaches the process as an unhandled event, every method then fails with `STORE_UNAVAILABLE` (counted
@@ -1044,7 +1047,16 @@ export class PostgresStore implements Store {
       stored = new Set(row?.[0] ?? []);
       wanted = new Set(row?.[1] ?? []);
     } catch (error) {
-      if (!connectionFailure(error)) {
+      const failure = connectionFailure(error);
+      if (failure === "closed") {
+        // The store closed before the statement went out: nothing was sent.
+        for (const { held, reject } of batch) {
+          held.prefetch = undefined;
+          reject(error);
+        }
+        return;
+      }
+      if (!failure) {
         if (split && batch.length > 1) {
           for (const one of batch) await this.writeBatch([one], false);
           return;
