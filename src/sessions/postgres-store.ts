@@ -168,7 +168,7 @@ export interface PostgresStoreOptions {
    * current as long as the lock is held) and commits with other sessions' steps: one round trip per call,
    * shared. A call on that session through another replica is seen waiting at this replica's next write,
    * and the lock is let go after that call; an idle kept lock it waits out (at most this long), and calls
-   * here that follow each other without a break let go after four times this long whatever happens. The
+   * here that follow each other without a break let go after 40 times this long whatever happens. The
    * session's calls then alternate and none is kept. Kept locks never take the last free lock connection.
    */
   leaseMs?: number;
@@ -471,8 +471,9 @@ export class PostgresStore implements Store {
       !held.lost &&
       held.prefetch?.fresh === true &&
       !held.wanted &&
-      // Held this long without a break, it is let go: a replica waiting for the session gets its turn.
-      performance.now() - (held.since ?? 0) < 4 * this.leaseMs &&
+      // Held this long without a break, it is let go whatever happens (a replica waiting for the session
+      // is seen at the next write and gets its turn then; this is the backstop).
+      performance.now() - (held.since ?? 0) < 40 * this.leaseMs &&
       (this.leases.has(held.id) || this.spareLockConnections() > 1)
     );
   }
