@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { applyPredictedChangesPaper, applyPredictedChangesStrict } from "../../src/bench/envsim/score.js";
 import { canonicalJson, jsonEqual } from "../../src/core/canonical-json.js";
 import { isImmutableJson, toImmutableJson } from "../../src/core/immutable-json.js";
 import { diffJson, same } from "../../src/core/json-diff.js";
@@ -92,6 +93,17 @@ describe("persistent records", () => {
     expect(diffJson(expected, record)).toEqual([]);
     expect(jsonDepth(after, 100)).toBe(jsonDepth({ m: expected, other: { a: 1 } }, 100));
     expect(jsonSize(after, 1e9)).toBe(jsonSize({ m: expected, other: { a: 1 } }, 1e9));
+  });
+
+  it("are copied where structuredClone would refuse a Proxy (EnvSim scoring of a state)", () => {
+    const { after } = largeState(600);
+    expect(() => structuredClone(after)).toThrow();
+    const change = { path: "m.k1", type: "modified", after: { i: 1 } } as never;
+    const strict = applyPredictedChangesStrict(after, [change]);
+    expect(strict.ok).toBe(true);
+    const paper = applyPredictedChangesPaper(after, [change]) as { m: Dict };
+    expect(paper.m.k1).toEqual({ i: 1 });
+    expect(Object.keys(paper.m)).toEqual(Object.keys(after.m));
   });
 
   it("refuse writes as a frozen object does, and keep hostile keys as data", () => {

@@ -1,4 +1,4 @@
-import { setOwn } from "../../core/immutable-json.js";
+import { isImmutableJson, setOwn } from "../../core/immutable-json.js";
 import { officialEnvSimPath, parseEnvSimPath, same } from "../../core/json-diff.js";
 import { createRandom } from "../../core/random.js";
 import { groupOf } from "./groups.js";
@@ -178,7 +178,7 @@ function applyPaperChange(state: unknown, change: PredictedChange): void {
   }
   const given = (change as { value?: unknown }).value;
   const raw = Object.hasOwn(change, "value") && given !== undefined ? given : change.after;
-  const value = raw === undefined ? null : structuredClone(raw);
+  const value = raw === undefined ? null : writableCopy(raw);
   if (isPlainObject(current)) {
     if (typeof last === "string") setOwn(current, last, value);
   } else if (Array.isArray(current)) {
@@ -187,6 +187,14 @@ function applyPaperChange(state: unknown, change: PredictedChange): void {
     while (index >= current.length) current.push(null);
     current[listSlot(current, index)] = value;
   }
+}
+
+/**
+ * A writable deep copy. An environment's state may hold persistent records (its large objects, Proxies:
+ * see core/persistent-record.ts), which structuredClone refuses; immutable states are JSON, so JSON copies them.
+ */
+function writableCopy<T>(value: T): T {
+  return isImmutableJson(value) ? (JSON.parse(JSON.stringify(value)) as T) : structuredClone(value);
 }
 
 /** Python truthiness of a JSON value (`x or {}` replaces a falsy state with an empty dict). */
@@ -198,7 +206,7 @@ function pythonFalsy(value: unknown): boolean {
 
 /** The before-state with the predicted changes applied as the official scorer applies them. */
 export function applyPredictedChangesPaper(before: unknown, changes: readonly PredictedChange[]): unknown {
-  const state = pythonFalsy(before) ? {} : structuredClone(before);
+  const state = pythonFalsy(before) ? {} : writableCopy(before);
   for (const change of changes) applyPaperChange(state, change);
   return state;
 }
@@ -279,10 +287,10 @@ export function applyPredictedChangesStrict(
   before: unknown,
   changes: readonly PredictedChange[],
 ): { ok: true; value: unknown } | { ok: false } {
-  let state: unknown = structuredClone(before);
+  let state: unknown = writableCopy(before);
   for (const change of changes) {
     const remove = (change.type as string) === "removed" || (change.type as string) === "delete";
-    const value = change.after === undefined ? null : structuredClone(change.after);
+    const value = change.after === undefined ? null : writableCopy(change.after);
     const parts = typeof change.path === "string" ? parseEnvSimPath(change.path) : undefined;
     if (parts === undefined) return { ok: false };
     if (parts.length === 0) {
