@@ -233,6 +233,35 @@ describe("sandbox: inline calls", () => {
     }
   });
 
+  it("costs a call the parts of the state it reads, not the whole state (no text round trip)", async () => {
+    // A tool that reads one number, in a state with 20,000 objects beside it that it never reads. The
+    // state reaches an inline call as values read a part at a time; as text (a worker's way, or before
+    // inline calls) every step costs the whole state's JSON twice, about a hundred times the small step.
+    const environment = defineSandboxedEnvironment(
+      { ...NOTES, initialState: { count: 0 } },
+      { pool: pool({ inlineMs: 50 }) },
+    );
+    const big: Record<string, unknown> = {};
+    for (let i = 0; i < 20_000; i++) big[`k${i}`] = { n: i, text: "a little text" };
+    const small = await environment.create({ seed: 1, state: { count: 0, big: {} } });
+    const large = await environment.create({ seed: 1, state: { count: 0, big } });
+    const perStep = async (instance: typeof small, steps: number) => {
+      const started = performance.now();
+      for (let i = 0; i < steps; i++) await instance.step({ name: "sometimes", arguments: { n: 0 } });
+      return (performance.now() - started) / steps;
+    };
+    await perStep(small, 50);
+    await perStep(large, 50);
+    const ratios: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      const a = await perStep(small, 100);
+      const b = await perStep(large, 100);
+      ratios.push(b / a);
+    }
+    ratios.sort((x, y) => x - y);
+    expect(ratios[2]).toBeLessThan(10);
+  });
+
   it("keeps sessions apart when their calls run inline, one after another in one engine", async () => {
     const inline = pool({ inlineMs: 5 });
     const environment = defineSandboxedEnvironment(NOTES, { pool: inline });
