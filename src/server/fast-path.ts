@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { TerrariumError } from "../core/errors.js";
 import type { Engine } from "../sim/engine.js";
 import { type BodyText, hashToken, readLimited } from "./http.js";
 import { errorCodeOf, type ServerMetrics } from "./metrics.js";
@@ -74,7 +75,13 @@ export function setFastPath(app: object, fastPath: FastPath): void {
  * TERRARIUM_HTTP_FAST_PATH=0 leaves everything to Hono (to compare the two).
  */
 export function withFastPath(app: object): typeof createServer {
-  const fast = process.env.TERRARIUM_HTTP_FAST_PATH === "0" ? undefined : FAST_PATHS.get(app);
+  const setting = process.env.TERRARIUM_HTTP_FAST_PATH?.trim() ?? "";
+  if (!["", "0", "1"].includes(setting))
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `TERRARIUM_HTTP_FAST_PATH must be 0 (everything through Hono) or 1 (the default), got "${setting}"`,
+    );
+  const fast = setting === "0" ? undefined : FAST_PATHS.get(app);
   return ((options: object, listener: (request: IncomingMessage, response: ServerResponse) => void): Server =>
     createServer(
       options,

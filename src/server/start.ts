@@ -10,6 +10,7 @@ import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
 import { isEnvironmentReference, loadEnvironment } from "../envs/load.js";
+import { checkSandboxSettings } from "../envs/sandbox/pool.js";
 import type { Environment } from "../envs/types.js";
 import type { McpHttpOptions } from "../mcp/server.js";
 import { loadConfig } from "../models/config.js";
@@ -194,6 +195,7 @@ export async function buildEngine(options: ServeOptions): Promise<BuiltEngine> {
     );
   const policy = options.simulator ?? "auto";
   checkPolicyShape(policy);
+  checkSandboxSettings();
   if (options.proxy !== undefined) checkProxyUrl(options.proxy);
   const files = options.sources.filter((source) => !environments.includes(source));
   checkSourcesExist(files);

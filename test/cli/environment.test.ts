@@ -67,6 +67,27 @@ describe("serve and worker flags from TERRARIUM_* variables", () => {
     }
   });
 
+  it("tuning variables without a flag are refused at start when bad, naming the variable", async () => {
+    const cases: Array<[string, string, RegExp]> = [
+      ["TERRARIUM_SANDBOX_INLINE_MS", "soon", /TERRARIUM_SANDBOX_INLINE_MS must be a number of milliseconds/],
+      ["TERRARIUM_SANDBOX_WORKERS", "0", /TERRARIUM_SANDBOX_WORKERS must be a positive whole number/],
+      ["TERRARIUM_HTTP_FAST_PATH", "fast", /TERRARIUM_HTTP_FAST_PATH must be 0 .* or 1/],
+    ];
+    for (const [name, value, message] of cases) {
+      // These are read from the process's own environment (the pool and the listener are per process).
+      const before = process.env[name];
+      process.env[name] = value;
+      try {
+        const run = await cliWithEnv(["serve", "bank", "--port", "0"], {});
+        expect(run.code, name).toBe(2);
+        expect(run.stderr).toMatch(message);
+      } finally {
+        if (before === undefined) delete process.env[name];
+        else process.env[name] = before;
+      }
+    }
+  });
+
   it("a flag on the command line wins over its variable", async () => {
     const run = await cliWithEnv(["serve", "bank", "--llm-mode", "bogus"], { TERRARIUM_LLM_MODE: "merged" });
     expect(run.code).toBe(2);

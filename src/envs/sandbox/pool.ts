@@ -693,6 +693,16 @@ function nonNegative(name: string, value: number): number {
 let shared: SandboxPool | undefined;
 
 /**
+ * Reads the pool's environment variables without making the pool, so that a server refuses a bad value
+ * when it starts rather than at its first sandboxed call.
+ */
+export function checkSandboxSettings(): void {
+  readCount("TERRARIUM_SANDBOX_WORKERS");
+  readCount("TERRARIUM_SANDBOX_MAX_WORKERS");
+  readMilliseconds("TERRARIUM_SANDBOX_INLINE_MS");
+}
+
+/**
  * The process's pool, made on first use. Its size comes from TERRARIUM_SANDBOX_WORKERS when set (and
  * TERRARIUM_SANDBOX_MAX_WORKERS), its inline budget from TERRARIUM_SANDBOX_INLINE_MS (0: every call in a
  * worker thread), otherwise from the defaults; configureSandboxPool replaces it.
