@@ -1,10 +1,10 @@
 import { once } from "node:events";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { describe, expect, it } from "vitest";
 import { TerrariumError } from "../../src/core/errors.js";
-import { connectionFailure, PostgresStore } from "../../src/sessions/postgres-store.js";
+import { connectionFailure, type PostgresStore } from "../../src/sessions/postgres-store.js";
 import type { SessionRecord, StoreEvent } from "../../src/sessions/types.js";
-import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
+import { postgresAvailable, scratchStores } from "../helpers/postgres.js";
 
 /**
  * The Postgres store under connection faults, one at a time and on purpose: which errors mean "the
@@ -45,21 +45,8 @@ describe("connectionFailure: what counts as the database being away", () => {
 });
 
 const withPostgres = postgresAvailable("Postgres store under connection faults");
-let database: Awaited<ReturnType<typeof scratchDatabase>> | undefined;
-let admin: pg.Client | undefined;
-const opened: PostgresStore[] = [];
+const scratch = scratchStores("terrarium_pgfault", withPostgres);
 let schemas = 0;
-beforeAll(async () => {
-  if (!withPostgres) return;
-  database = await scratchDatabase("terrarium_pgfault");
-  admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-}, 30_000);
-afterAll(async () => {
-  for (const store of opened) await store.close().catch(() => undefined);
-  await admin?.end();
-  await database?.drop();
-}, 30_000);
 
 /** A store in a schema of its own, with what it reports collected. */
 async function store(
@@ -67,13 +54,8 @@ async function store(
 ): Promise<{ store: PostgresStore; events: StoreEvent[]; logged: string[] }> {
   const events: StoreEvent[] = [];
   const logged: string[] = [];
-  const made = await PostgresStore.open((database as { url: string }).url, {
-    schema,
-    poolSize: 2,
-    log: (line) => logged.push(line),
-  });
+  const made = await scratch.open({ schema, poolSize: 2, log: (line) => logged.push(line) });
   made.watch((event) => events.push(event));
-  opened.push(made);
   return { store: made, events, logged };
 }
 
@@ -91,7 +73,7 @@ const step = (n: number) => ({
 });
 
 async function terminate(pid: number): Promise<void> {
-  await (admin as pg.Client).query("SELECT pg_terminate_backend($1)", [pid]);
+  await scratch.admin.query("SELECT pg_terminate_backend($1)", [pid]);
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {

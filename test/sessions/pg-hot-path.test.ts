@@ -1,9 +1,9 @@
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { describe, expect, it } from "vitest";
 import { TerrariumError } from "../../src/core/errors.js";
-import { PostgresStore } from "../../src/sessions/postgres-store.js";
+import type { PostgresStore } from "../../src/sessions/postgres-store.js";
 import type { SessionRecord } from "../../src/sessions/types.js";
-import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
+import { postgresAvailable, scratchStores } from "../helpers/postgres.js";
 
 /**
  * The Postgres store's hot path (issue 25): a call under the session lock costs two statements however
@@ -12,36 +12,20 @@ import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
  * and a one-statement write whose answer is lost is settled by asking, never written twice.
  */
 const withPostgres = postgresAvailable("Postgres store hot path");
-let database: Awaited<ReturnType<typeof scratchDatabase>> | undefined;
-let admin: pg.Client | undefined;
-const opened: PostgresStore[] = [];
+const scratch = scratchStores("terrarium_pghot", withPostgres);
 let schemas = 0;
-beforeAll(async () => {
-  if (!withPostgres) return;
-  database = await scratchDatabase("terrarium_pghot");
-  admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-}, 30_000);
-afterAll(async () => {
-  for (const store of opened) await store.close().catch(() => undefined);
-  await admin?.end();
-  await database?.drop();
-}, 30_000);
 
 async function store(
   schema = `hot_${++schemas}`,
   checkpoints?: { maxChain: number; maxChangeRatio: number },
 ): Promise<PostgresStore> {
-  const made = await PostgresStore.open((database as { url: string }).url, {
+  return scratch.open({
     schema,
     poolSize: 2,
     // Each call takes and releases the lock here (kept locks: pg-lease.test.ts).
     leaseMs: 0,
-    log: () => undefined,
     ...(checkpoints ? { checkpoints } : {}),
   });
-  opened.push(made);
-  return made;
 }
 
 type Query = (config: unknown, ...rest: unknown[]) => Promise<unknown>;
@@ -156,7 +140,7 @@ describe.runIf(withPostgres)("the Postgres store's hot path", () => {
     const entry = await call(target, "c", bump, false);
     expect(entry.snapshot).toBeUndefined();
     expect(entry.index).toBe(9);
-    const { rows } = await (admin as pg.Client).query<{ idx: number; whole: boolean }>(
+    const { rows } = await scratch.admin.query<{ idx: number; whole: boolean }>(
       `SELECT idx, checkpoint IS NOT NULL AS whole FROM ${schema}.terrarium_snapshots WHERE session = 'c' ORDER BY idx`,
     );
     expect(rows.filter((row) => row.whole).map((row) => row.idx)).toEqual([0, 4, 8]);

@@ -1,8 +1,8 @@
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresStore } from "../../src/sessions/postgres-store.js";
+import type pg from "pg";
+import { describe, expect, it } from "vitest";
+import type { PostgresStore } from "../../src/sessions/postgres-store.js";
 import type { SessionRecord } from "../../src/sessions/types.js";
-import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
+import { postgresAvailable, scratchStores } from "../helpers/postgres.js";
 
 /**
  * The Postgres store keeps a session's lock between calls of one replica (issue 25): the next call there
@@ -12,21 +12,8 @@ import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
  * that grows is not written whole every 100 steps.
  */
 const withPostgres = postgresAvailable("Postgres store kept locks");
-let database: Awaited<ReturnType<typeof scratchDatabase>> | undefined;
-let admin: pg.Client | undefined;
-const opened: PostgresStore[] = [];
+const scratch = scratchStores("terrarium_pglease", withPostgres);
 let schemas = 0;
-beforeAll(async () => {
-  if (!withPostgres) return;
-  database = await scratchDatabase("terrarium_pglease");
-  admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-}, 30_000);
-afterAll(async () => {
-  for (const store of opened) await store.close().catch(() => undefined);
-  await admin?.end();
-  await database?.drop();
-}, 30_000);
 
 async function store(
   schema: string,
@@ -36,15 +23,7 @@ async function store(
     checkpoints?: { maxChain: number; maxChangeRatio: number };
   } = {},
 ): Promise<PostgresStore> {
-  const made = await PostgresStore.open((database as { url: string }).url, {
-    schema,
-    poolSize: 2,
-    lockPoolSize: 4,
-    log: () => undefined,
-    ...options,
-  });
-  opened.push(made);
-  return made;
+  return scratch.open({ schema, poolSize: 2, lockPoolSize: 4, ...options });
 }
 
 type Query = (config: unknown, ...rest: unknown[]) => Promise<unknown>;
@@ -222,7 +201,7 @@ describe.runIf(withPostgres)("the Postgres store's kept locks", () => {
     const lease = internals(target).leases.get("d");
     expect(lease).toBeDefined();
     const pid = (lease as { client: unknown }).client as { processID: number };
-    await (admin as pg.Client).query("SELECT pg_terminate_backend($1)", [pid.processID]);
+    await scratch.admin.query("SELECT pg_terminate_backend($1)", [pid.processID]);
     await waitFor(() => !internals(target).leases.has("d"));
     await call(target, "d");
     await call(target, "d");
@@ -241,10 +220,10 @@ describe.runIf(withPostgres)("the Postgres store's kept locks", () => {
     await call(b, "m"); // b's cache: snapshot 1
     for (let i = 0; i < 30; i++) await call(a, "m");
     // As the store before this one wrote them: a checkpoint row carries no changes (snapshot 0 never did).
-    await (admin as pg.Client).query(
+    await scratch.admin.query(
       `UPDATE ${schema}.terrarium_snapshots SET changes = NULL WHERE checkpoint IS NOT NULL`,
     );
-    const { rows } = await (admin as pg.Client).query<{ n: number }>(
+    const { rows } = await scratch.admin.query<{ n: number }>(
       `SELECT COUNT(*)::int AS n FROM ${schema}.terrarium_snapshots WHERE session = 'm' AND idx > 0 AND checkpoint IS NOT NULL`,
     );
     expect(rows[0]?.n).toBeGreaterThan(0); // a checkpoint lies between b's cache and the latest
@@ -261,7 +240,7 @@ describe.runIf(withPostgres)("the Postgres store's kept locks", () => {
     // 40 KB of state; 250 steps add ~10 KB of changes: less than the state, so no checkpoint is due.
     await target.createSession(record("g"), { n: 0, log: {}, blob: "y".repeat(40_000) });
     for (let i = 0; i < 250; i++) await call(target, "g");
-    const { rows } = await (admin as pg.Client).query<{ idx: number }>(
+    const { rows } = await scratch.admin.query<{ idx: number }>(
       `SELECT idx FROM ${schema}.terrarium_snapshots WHERE session = 'g' AND checkpoint IS NOT NULL ORDER BY idx`,
     );
     expect(rows.map((row) => row.idx)).toEqual([0]);
