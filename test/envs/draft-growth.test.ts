@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Catalog } from "../../src/catalog/index.js";
 import { isRecord } from "../../src/core/persistent-record.js";
-import { defineEnvironment } from "../../src/envs/index.js";
 import { MemoryStore, SqliteStore, type Store } from "../../src/sessions/index.js";
 import { CodeSimulator, Engine } from "../../src/sim/index.js";
+import { journal } from "../helpers/journal-env.js";
 
 /**
  * A map that grows by a key per write (a bank's transfers) is a persistent record once large, so the
@@ -14,24 +14,6 @@ import { CodeSimulator, Engine } from "../../src/sim/index.js";
  * copying the map made it grow with the map (about 5 times at 6,000 keys). The states the stores give
  * back (the latest, older snapshots, a cold read from the file) are the same JSON as the steps made.
  */
-
-const journal = defineEnvironment<{ entries: Record<string, { n: number; memo: string }>; count: number }>({
-  name: "journal",
-  description: "A journal that keeps every entry.",
-  initialState: { entries: {}, count: 0 },
-  tools: {
-    add_entry: {
-      description: "Add an entry.",
-      effect: "write",
-      input: { properties: { n: { type: "number" } }, required: ["n"] },
-      run: ({ state, args }) => {
-        state.entries[`E-${args.n}`] = { n: args.n, memo: `entry ${args.n}` };
-        state.count += 1;
-        return { count: state.count };
-      },
-    },
-  },
-});
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -1,27 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/sessions/index.js";
-import type { HistoryEntry } from "../../src/sessions/types.js";
+import { counterStep, scratchSqliteFiles } from "../helpers/sqlite-files.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function file(): string {
-  const dir = mkdtempSync(join(tmpdir(), "terrarium-sqlite-step-"));
-  dirs.push(dir);
-  return join(dir, "sessions.sqlite");
-}
-
-const step = (n: number): Omit<HistoryEntry, "index" | "snapshot"> => ({
-  at: new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString(),
-  request: { name: "inc", arguments: { n } },
-  result: { status: "ok", observation: { n }, changes: [], errors: [] },
-  simulator: "code",
-});
+const file = scratchSqliteFiles("terrarium-sqlite-step-");
+const step = counterStep;
 
 /** Counts the statements the store runs, by wrapping each prepared statement it holds. */
 function countStatements(store: SqliteStore): { count: number } {

@@ -6,6 +6,7 @@ import { Catalog } from "../../src/catalog/index.js";
 import { defineEnvironment, type Environment } from "../../src/envs/index.js";
 import { MemoryStore, SqliteStore, type Store } from "../../src/sessions/index.js";
 import { CodeSimulator, Engine } from "../../src/sim/index.js";
+import { journal } from "../helpers/journal-env.js";
 
 /**
  * A write must cost the same at a session's 5,000th call as at its 50th: nothing on the write path may
@@ -33,25 +34,6 @@ const ledger = defineEnvironment<{ balances: Record<string, number>; writes: num
         state.balances[args.account] = args.balance;
         state.writes += 1;
         return { balance: args.balance };
-      },
-    },
-  },
-});
-
-/** A state that grows by one record per write, as bank transfers do. */
-const journal = defineEnvironment<{ entries: Record<string, { n: number; memo: string }>; count: number }>({
-  name: "journal",
-  description: "A journal that keeps every entry.",
-  initialState: { entries: {}, count: 0 },
-  tools: {
-    add_entry: {
-      description: "Add an entry.",
-      effect: "write",
-      input: { properties: { n: { type: "number" } }, required: ["n"] },
-      run: ({ state, args }) => {
-        state.entries[`E-${args.n}`] = { n: args.n, memo: `entry ${args.n}` };
-        state.count += 1;
-        return { count: state.count };
       },
     },
   },
