@@ -5,6 +5,7 @@ import {
   PostgresStore,
   type PostgresStoreOptions,
 } from "../../src/sessions/postgres-store.js";
+import type { HistoryEntry, SessionRecord } from "../../src/sessions/types.js";
 import { availability, need } from "./requirements.js";
 
 /**
@@ -58,4 +59,44 @@ export function scratchStores(prefix: string, enabled: boolean) {
       return made;
     },
   };
+}
+
+type Query = (config: unknown, ...rest: unknown[]) => Promise<unknown>;
+
+/** Every statement a store sends on its query and lock pools from now on, by name or text (tests only). */
+export function recordStatements(target: PostgresStore): string[] {
+  const sent: string[] = [];
+  const wrapped = new WeakSet<pg.PoolClient>();
+  const pools = target as unknown as { pool: pg.Pool; locks: pg.Pool };
+  for (const pool of [pools.pool, pools.locks]) {
+    pool.on("acquire", (client: pg.PoolClient) => {
+      if (wrapped.has(client)) return;
+      wrapped.add(client);
+      const original = client.query.bind(client) as Query;
+      (client as unknown as { query: Query }).query = (config, ...rest) => {
+        const named = config as { name?: string; text?: string };
+        sent.push(typeof config === "string" ? config : (named.name ?? named.text ?? "?"));
+        return original(config, ...rest);
+      };
+    });
+  }
+  return sent;
+}
+
+/** A session record for store tests. */
+export const sessionRecord = (id: string): SessionRecord => ({
+  id,
+  createdAt: "2025-01-01T00:00:00.000Z",
+  seed: "1",
+});
+
+/** Steps of a counter for store tests, one second apart across the whole test file. */
+export function bumpSteps(): (n: number) => Omit<HistoryEntry, "index" | "snapshot"> {
+  let clock = 0;
+  return (n) => ({
+    at: new Date(Date.UTC(2025, 0, 1) + ++clock * 1000).toISOString(),
+    request: { name: "bump", arguments: { n } },
+    result: { status: "ok", observation: { n }, changes: [], errors: [] },
+    simulator: "code",
+  });
 }

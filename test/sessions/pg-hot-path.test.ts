@@ -2,8 +2,13 @@ import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { TerrariumError } from "../../src/core/errors.js";
 import type { PostgresStore } from "../../src/sessions/postgres-store.js";
-import type { SessionRecord } from "../../src/sessions/types.js";
-import { postgresAvailable, scratchStores } from "../helpers/postgres.js";
+import {
+  bumpSteps,
+  postgresAvailable,
+  recordStatements,
+  scratchStores,
+  sessionRecord,
+} from "../helpers/postgres.js";
 
 /**
  * The Postgres store's hot path (issue 25): a call under the session lock costs two statements however
@@ -32,33 +37,8 @@ type Query = (config: unknown, ...rest: unknown[]) => Promise<unknown>;
 type Pools = { pool: pg.Pool; locks: pg.Pool; probes: pg.Pool };
 const pools = (target: PostgresStore) => target as unknown as Pools;
 
-/** Every statement the store sends on its query and lock pools, by name or text (tests only). */
-function recordStatements(target: PostgresStore): string[] {
-  const sent: string[] = [];
-  const wrapped = new WeakSet<pg.PoolClient>();
-  for (const pool of [pools(target).pool, pools(target).locks]) {
-    pool.on("acquire", (client: pg.PoolClient) => {
-      if (wrapped.has(client)) return;
-      wrapped.add(client);
-      const original = client.query.bind(client) as Query;
-      (client as unknown as { query: Query }).query = (config, ...rest) => {
-        const named = config as { name?: string; text?: string };
-        sent.push(typeof config === "string" ? config : (named.name ?? named.text ?? "?"));
-        return original(config, ...rest);
-      };
-    });
-  }
-  return sent;
-}
-
-const record = (id: string): SessionRecord => ({ id, createdAt: "2025-01-01T00:00:00.000Z", seed: "1" });
-let clock = 0;
-const step = (n: number) => ({
-  at: new Date(Date.UTC(2025, 0, 1) + ++clock * 1000).toISOString(),
-  request: { name: "bump", arguments: { n } },
-  result: { status: "ok" as const, observation: { n }, changes: [], errors: [] },
-  simulator: "code",
-});
+const record = sessionRecord;
+const step = bumpSteps();
 
 /** One call as the engine makes it: under the lock, read the head, write a step that builds on it. */
 async function call(target: PostgresStore, id: string, change: (state: State) => State, write = true) {

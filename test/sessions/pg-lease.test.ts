@@ -1,8 +1,13 @@
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { PostgresStore } from "../../src/sessions/postgres-store.js";
-import type { SessionRecord } from "../../src/sessions/types.js";
-import { postgresAvailable, scratchStores } from "../helpers/postgres.js";
+import {
+  bumpSteps,
+  postgresAvailable,
+  recordStatements,
+  scratchStores,
+  sessionRecord,
+} from "../helpers/postgres.js";
 
 /**
  * The Postgres store keeps a session's lock between calls of one replica (issue 25): the next call there
@@ -26,37 +31,11 @@ async function store(
   return scratch.open({ schema, poolSize: 2, lockPoolSize: 4, ...options });
 }
 
-type Query = (config: unknown, ...rest: unknown[]) => Promise<unknown>;
 type Internals = { locks: pg.Pool; pool: pg.Pool; leases: Map<string, { client: pg.PoolClient }> };
 const internals = (target: PostgresStore) => target as unknown as Internals;
 
-/** Every statement the store sends on its lock and query pools, by name or text (tests only). */
-function recordStatements(target: PostgresStore): string[] {
-  const sent: string[] = [];
-  const wrapped = new WeakSet<pg.PoolClient>();
-  const record = (client: pg.PoolClient) => {
-    if (wrapped.has(client)) return;
-    wrapped.add(client);
-    const original = client.query.bind(client) as Query;
-    (client as unknown as { query: Query }).query = (config, ...rest) => {
-      const named = config as { name?: string; text?: string };
-      sent.push(typeof config === "string" ? config : (named.name ?? named.text ?? "?"));
-      return original(config, ...rest);
-    };
-  };
-  internals(target).locks.on("acquire", record);
-  internals(target).pool.on("acquire", record);
-  return sent;
-}
-
-const record = (id: string): SessionRecord => ({ id, createdAt: "2025-01-01T00:00:00.000Z", seed: "1" });
-let clock = 0;
-const step = (n: number) => ({
-  at: new Date(Date.UTC(2025, 0, 1) + ++clock * 1000).toISOString(),
-  request: { name: "bump", arguments: { n } },
-  result: { status: "ok" as const, observation: { n }, changes: [], errors: [] },
-  simulator: "code",
-});
+const record = sessionRecord;
+const step = bumpSteps();
 interface State {
   n: number;
   log: Record<string, number>;
