@@ -8,8 +8,8 @@ import {
   PingRequestSchema,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from "../core/checked-json.js";
 import { formatPointer } from "../core/json-pointer.js";
-import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from "../server/json-body.js";
 
 /**
  * The checks every MCP door (stdio, streamable HTTP) applies to a message before the MCP SDK sees it, so

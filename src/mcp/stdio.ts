@@ -1,6 +1,6 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { DEFAULT_MAX_JSON_DEPTH } from "../server/json-body.js";
+import { DEFAULT_MAX_JSON_DEPTH } from "../core/checked-json.js";
 import { idOfText, type RpcErrorReply, readMessageText, tooLargeReply } from "./messages.js";
 
 /** Largest message (one line, in bytes) read over stdio unless configured: the HTTP body limit. */

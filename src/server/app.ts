@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { Tool } from "../catalog/tool.js";
+import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter } from "../core/checked-json.js";
 import { TerrariumError } from "../core/errors.js";
 import { setOwn } from "../core/immutable-json.js";
+import { hashToken } from "../core/token-hash.js";
 import { readBodyText } from "../mcp/messages.js";
 import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
 import type { UsageLedger } from "../models/usage.js";
-import { openEnvRoutes } from "../rl/openenv/http.js";
 import type { OpenEnvServer } from "../rl/openenv/server.js";
 import type { Engine } from "../sim/engine.js";
 import type { StateUpdate, StateUpdateRequest } from "../sim/state-updater.js";
@@ -24,16 +25,15 @@ import {
   drain,
   type Env,
   HttpProblem,
-  hashToken,
   jsonBody,
   jsonResponse,
   jsonValue,
   readLimited,
   requestBody,
 } from "./http.js";
-import { DEFAULT_MAX_JSON_DEPTH, numberFromParameter } from "./json-body.js";
 import { errorCodeOf, ServerMetrics, UNMATCHED_ROUTE } from "./metrics.js";
 import { renderDocsPage, routesToOpenApi } from "./openapi.js";
+import { openEnvRoutes } from "./openenv-routes.js";
 import { bareProfile, describePolicy, type ServerProfile } from "./profile.js";
 import { QuotaGuard, type TokenQuotas } from "./quotas.js";
 import { type Route, type RouteGroup, RouteTable } from "./route-table.js";

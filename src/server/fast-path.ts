@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { TerrariumError } from "../core/errors.js";
+import { hashToken } from "../core/token-hash.js";
 import type { Engine } from "../sim/engine.js";
-import { type BodyText, hashToken, readLimited } from "./http.js";
+import { type BodyText, readLimited } from "./http.js";
 import { errorCodeOf, type ServerMetrics } from "./metrics.js";
 import type { Drain } from "./shutdown.js";
 import { sessionCall, sessionState } from "./terrarium-routes.js";

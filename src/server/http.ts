@@ -1,10 +1,9 @@
-import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import type { Context } from "hono";
+import { parseJsonText } from "../core/checked-json.js";
 import { TerrariumError } from "../core/errors.js";
 import type { SessionRecord } from "../sessions/types.js";
 import type { Engine } from "../sim/engine.js";
-import { parseJsonText } from "./json-body.js";
 
 /** What the middlewares leave for the routes. */
 export type Env = {
@@ -128,10 +127,6 @@ export function shortJson(value: unknown): string {
 /** An id or other caller-given text, cut short for messages. */
 export function shortText(text: string, max = 80): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
-}
-
-export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("hex").slice(0, 32);
 }
 
 /**

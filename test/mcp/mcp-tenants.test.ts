@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashToken } from "../../src/core/token-hash.js";
 import {
   DEFAULT_MAX_MCP_SESSIONS_PER_TOKEN,
   McpHttpEndpoint,
   type McpSessionEnded,
 } from "../../src/mcp/server.js";
-import { hashToken } from "../../src/server/http.js";
 import { buildEngine, createApp } from "../../src/server/index.js";
 import { QuotaGuard } from "../../src/server/quotas.js";
 import type { Engine } from "../../src/sim/engine.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tool } from "../../src/catalog/tool.js";
-import { hashToken } from "../../src/server/http.js";
+import { hashToken } from "../../src/core/token-hash.js";
 import { buildEngine, createApp } from "../../src/server/index.js";
 import { DEFAULT_TOKEN_QUOTAS, QuotaGuard, tokenQuotas } from "../../src/server/quotas.js";
 import { MemoryStore, PostgresStore, type Store } from "../../src/sessions/index.js";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { Catalog } from "../../src/catalog/index.js";
+import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from "../../src/core/checked-json.js";
 import { ManualClock } from "../../src/core/index.js";
 import { DEFAULT_MAX_JSON_DEPTH as CORE_MAX_JSON_DEPTH } from "../../src/core/json-limits.js";
 import { defineEnvironment } from "../../src/envs/define.js";
-import { DEFAULT_MAX_JSON_DEPTH, parseJsonText } from "../../src/server/json-body.js";
 import { CodeSimulator, Engine, type EngineOptions } from "../../src/sim/index.js";
 import { jsonDepth, jsonSize } from "../../src/sim/limits.js";
 

@@ -1,4 +1,3 @@
-export { openEnvRoutes } from "./http.js";
 export { plainWorldSource } from "./plain.js";
 export {
   DEFAULT_IDLE_TIMEOUT_MS,

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Tool } from "../../catalog/tool.js";
+import { parseJsonText } from "../../core/checked-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { DEFAULT_MAX_JSON_DEPTH } from "../../core/json-limits.js";
-import { parseJsonText } from "../../server/json-body.js";
 import type { CallOutcome, Engine } from "../../sim/engine.js";
 import type { EpisodeEnd, EpisodeScore, EpisodeSource, EpisodeStart, OpenEnvErrorCode } from "./types.js";
 import type { EpisodeTurn, EpisodeUserFactory, EpisodeUserSimulator } from "./user.js";

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
-import { hashToken } from "../../server/http.js";
+import { hashToken } from "../../core/token-hash.js";
 import { errorMessage, type OpenEnvServer, type OpenEnvSession } from "./server.js";
 
 export interface OpenEnvWebSocketOptions {

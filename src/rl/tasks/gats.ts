@@ -1,10 +1,10 @@
 import { readFileSync, statSync } from "node:fs";
 import { Catalog } from "../../catalog/catalog.js";
 import { parseDocument } from "../../catalog/read-document.js";
+import { parseJsonText } from "../../core/checked-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { Models } from "../../models/hub.js";
 import type { UsageTotals } from "../../models/usage.js";
-import { parseJsonText } from "../../server/json-body.js";
 import { ChecklistWriter, type JudgedCall, type Judgement, judgeAttempt } from "../../task/feedback.js";
 import {
   BOOTSTRAP_MODES,

@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from "node:fs";
 import { Catalog } from "../../catalog/catalog.js";
 import type { Tool } from "../../catalog/tool.js";
+import { parseJsonText } from "../../core/checked-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import type { Environment } from "../../envs/types.js";
-import { parseJsonText } from "../../server/json-body.js";
 import type { Engine } from "../../sim/engine.js";
 
 /** The largest task file read (64 MiB) and how deeply it may nest. */

@@ -1,7 +1,7 @@
-import { type AppContext, jsonResponse } from "../../server/http.js";
-import { parseJsonText } from "../../server/json-body.js";
-import type { Route } from "../../server/route-table.js";
-import { errorMessage, OpenEnvError, type OpenEnvServer, type OpenEnvSession } from "./server.js";
+import { parseJsonText } from "../core/checked-json.js";
+import { errorMessage, OpenEnvError, type OpenEnvServer, type OpenEnvSession } from "../rl/openenv/server.js";
+import { type AppContext, jsonResponse } from "./http.js";
+import type { Route } from "./route-table.js";
 
 /** HTTP statuses of the protocol's error codes. */
 const STATUS: Record<string, number> = {

@@ -1,8 +1,8 @@
-import { TerrariumError } from "../core/errors.js";
-import { DEFAULT_MAX_JSON_DEPTH } from "../core/json-limits.js";
-import { formatPointer } from "../core/json-pointer.js";
+import { TerrariumError } from "./errors.js";
+import { DEFAULT_MAX_JSON_DEPTH } from "./json-limits.js";
+import { formatPointer } from "./json-pointer.js";
 
-/** How deeply a request body may nest arrays and objects, unless the app is configured otherwise: the
+/** How deeply a body or message may nest arrays and objects, unless the app is configured otherwise: the
  * engine's limit too, so that every stored session exports and imports back. */
 export { DEFAULT_MAX_JSON_DEPTH };
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { needsCheck, parseJsonText } from "../../src/server/json-body.js";
+import { needsCheck, parseJsonText } from "../../src/core/checked-json.js";
 
 /**
  * parseJsonText skips its walk for depth and numbers when the text is too short to nest past the limit
