@@ -317,6 +317,22 @@ function plainCopy(content: Content): Record<string, unknown> {
   return copy;
 }
 
+/** What both kinds of record answer alike: no defined properties, no prototype, never made non-extensible. */
+const shapeTraps: ProxyHandler<Holder> = {
+  defineProperty() {
+    return false;
+  },
+  getPrototypeOf() {
+    return null;
+  },
+  setPrototypeOf(_holder, prototype) {
+    return prototype === null;
+  },
+  preventExtensions() {
+    return false;
+  },
+};
+
 const frozenTraps: ProxyHandler<Holder> = {
   get(holder, key) {
     if (typeof key === "symbol") return undefined;
@@ -344,18 +360,7 @@ const frozenTraps: ProxyHandler<Holder> = {
   deleteProperty() {
     return false;
   },
-  defineProperty() {
-    return false;
-  },
-  getPrototypeOf() {
-    return null;
-  },
-  setPrototypeOf(_holder, prototype) {
-    return prototype === null;
-  },
-  preventExtensions() {
-    return false;
-  },
+  ...shapeTraps,
 };
 
 /** The draft's copy: the same reads, and writes that make a new content (O(log n) each). */
@@ -400,18 +405,7 @@ const writableTraps: ProxyHandler<Holder> = {
     else holder.content = contentDelete(holder.content, key);
     return true;
   },
-  defineProperty() {
-    return false;
-  },
-  getPrototypeOf() {
-    return null;
-  },
-  setPrototypeOf(_holder, prototype) {
-    return prototype === null;
-  },
-  preventExtensions() {
-    return false;
-  },
+  ...shapeTraps,
 };
 
 function present(content: Content, writable: boolean): Record<string, unknown> {

@@ -95,27 +95,17 @@ export function withFastPath(app: object): typeof createServer {
 }
 
 /**
- * A header as the app reads it through node-server: every occurrence joined with ", " (Node's own
- * `headers` keeps only the first Authorization or Content-Type). Node has trimmed the values already.
+ * The headers the fast path reads, in one pass over the raw headers, each as the app reads it through
+ * node-server: every occurrence joined with ", " (Node's own `headers` keeps only the first Authorization
+ * or Content-Type). Node has trimmed the values already.
  */
-function header(raw: string[], name: string): string | undefined {
-  let value: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const key = raw[i] as string;
-    if (key.length !== name.length || key.toLowerCase() !== name) continue;
-    const item = raw[i + 1] as string;
-    value = value === undefined ? item : `${value}, ${item}`;
-  }
-  return value;
-}
-
-/** The headers the fast path reads, as `header` reads each, in one pass over the raw headers. */
 interface Wanted {
   "x-request-id"?: string;
   "content-type"?: string;
   "content-length"?: string;
   "transfer-encoding"?: string;
   authorization?: string;
+  "x-session-id"?: string;
 }
 
 function wantedHeaders(raw: string[]): Wanted {
@@ -128,6 +118,7 @@ function wantedHeaders(raw: string[]): Wanted {
     const name = key.toLowerCase();
     if (
       name !== "x-request-id" &&
+      name !== "x-session-id" &&
       name !== "content-type" &&
       name !== "content-length" &&
       name !== "transfer-encoding" &&
@@ -218,7 +209,7 @@ export function createFastPath(options: FastPathOptions): FastPath {
       ...(code !== undefined ? { code } : {}),
     });
     if (traced) {
-      const session = dispatched ? id : header(request.rawHeaders, "x-session-id")?.slice(0, 200);
+      const session = dispatched ? id : sent["x-session-id"]?.slice(0, 200);
       endHttpSpan(traced.span, method, template, status, session);
     }
     const closing = options.drain?.isDraining === true;
