@@ -11,6 +11,7 @@ import pg, {
 import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
+import { type CheckpointPolicy, DEFAULT_CHECKPOINTS, extendsChain } from "./checkpoints.js";
 import { Lru } from "./lru.js";
 import type {
   HistoryEntry,
@@ -146,11 +147,8 @@ SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM h) THEN NULL
             THEN pg_advisory_unlock(hashtextextended($1, 0))
             ELSE false END AS unlocked`;
 
-/** When a snapshot is stored whole instead of as changes (as in the SQLite store). */
-export interface PostgresCheckpointPolicy {
-  maxChain: number;
-  maxChangeRatio: number;
-}
+/** When a snapshot is stored whole instead of as changes: the SQLite store's policy (checkpoints.ts). */
+export type PostgresCheckpointPolicy = CheckpointPolicy;
 
 export interface PostgresStoreOptions {
   /** Connections for queries and transactions (default 10, or `TERRARIUM_PG_POOL`). */
@@ -191,12 +189,6 @@ export interface PostgresStoreOptions {
   log?: (line: string) => void;
 }
 
-/**
- * As the SQLite store's: a checkpoint once the changes since the last one outweigh it, or after 10,000 of
- * them. A state that grows is then written whole only as often as its changes add up to it, so a step
- * costs the same at step 100 and at step 100,000 (every 100 steps made each checkpoint O(state)).
- */
-const DEFAULT_CHECKPOINTS: PostgresCheckpointPolicy = { maxChain: 10_000, maxChangeRatio: 1 };
 const STATE_CACHE_SIZE = 256;
 const CHECKPOINT_CACHE_SIZE = 32;
 
@@ -959,10 +951,7 @@ export class PostgresStore implements Store {
     );
     const made = { index, at: entry.at, reason: state.reason, state: state.state, changes };
     const full = { ...base, text: `${prefix},"snapshot":${index}}` };
-    if (
-      chain.n < this.policy.maxChain &&
-      chain.bytes + changes.length <= Math.max(4096, chain.size * this.policy.maxChangeRatio)
-    ) {
+    if (extendsChain(this.policy, chain, changes.length)) {
       const grown = { size: chain.size, n: chain.n + 1, bytes: chain.bytes + changes.length };
       return { ...full, snapshot: { ...made, chain: grown } };
     }
@@ -1558,8 +1547,7 @@ export class PostgresStore implements Store {
       base &&
       base.size !== null &&
       base.n !== null &&
-      base.n < this.policy.maxChain &&
-      Number(base.bytes) + changes.length <= Math.max(4096, base.size * this.policy.maxChangeRatio)
+      extendsChain(this.policy, { n: base.n, bytes: Number(base.bytes), size: base.size }, changes.length)
     ) {
       await db.query(
         "INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes) VALUES ($1, $2, $3, $4, NULL, $5)",

@@ -4,6 +4,7 @@ import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
 import { openSqlite } from "../core/sqlite.js";
+import { type CheckpointPolicy, DEFAULT_CHECKPOINTS, extendsChain } from "./checkpoints.js";
 import { Lru } from "./lru.js";
 import type {
   HistoryEntry,
@@ -21,20 +22,7 @@ import type {
  */
 export const SQLITE_STORE_SCHEMA_VERSION = 2;
 
-/** When a snapshot is stored whole instead of as changes. */
-export interface CheckpointPolicy {
-  /** At most this many change-only snapshots in a row. */
-  maxChain: number;
-  /** A checkpoint once the changes since the last one outweigh this share of its size. */
-  maxChangeRatio: number;
-}
-
-/**
- * A checkpoint once the changes since the last one outweigh it, or after 10,000 of them. A state that
- * grows with every call (a map of transfers) is then written whole further and further apart, so the
- * bytes written per call stay flat; a cold read applies at most a checkpoint's worth of changes, in one pass.
- */
-const DEFAULT_CHECKPOINTS: CheckpointPolicy = { maxChain: 10_000, maxChangeRatio: 1 };
+export type { CheckpointPolicy };
 
 /** Latest states kept parsed, by session, and checkpoints kept parsed, by content hash. */
 const STATE_CACHE_SIZE = 256;
@@ -443,11 +431,7 @@ export class SqliteStore implements Store {
     const cached = this.chains.get(id);
     const chain = cached?.last === index - 1 ? cached : this.readChain(id, index - 1);
     const changes = JSON.stringify(exact ?? diffJson(before, after));
-    if (
-      chain &&
-      chain.n < this.policy.maxChain &&
-      chain.bytes + changes.length <= Math.max(4096, chain.size * this.policy.maxChangeRatio)
-    ) {
+    if (chain && extendsChain(this.policy, chain, changes.length)) {
       this.statements.insertSnapshot.run(id, index, at, reason, null, changes);
       this.chains.set(id, {
         last: index,
