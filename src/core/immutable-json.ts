@@ -13,6 +13,17 @@ import { TerrariumError } from "./errors.js";
  *   `Object.prototype` nor be mistaken for existing entries.
  */
 
+/**
+ * A new empty object with a null prototype that V8 keeps in fast mode. `Object.create(null)` makes a
+ * dictionary-mode object: slower to fill, to read, to list and to freeze, and its freeze allocates a map
+ * every time. Changing the prototype of an empty `{}` follows one cached map transition, so objects of the
+ * same keys share hidden classes (and their freeze transitions) as ordinary objects do. With no prototype
+ * there is no `__proto__` setter either: every key assigned to it, that one included, is stored as data.
+ */
+export function nullPrototypeObject<T = Record<string, unknown>>(): T {
+  return Object.setPrototypeOf({}, null) as T;
+}
+
 /** Deepest nesting a state may have; deeper documents are refused (they only come from attacks or bugs). */
 export const MAX_JSON_DEPTH = 512;
 
@@ -140,7 +151,7 @@ function convert(
     }
     result = items;
   } else {
-    const record = Object.create(null) as Record<string, unknown>;
+    const record = nullPrototypeObject();
     for (const key of Object.keys(value)) {
       const member = convert((value as Record<string, unknown>)[key], depth + 1, ancestors, resolve);
       // A null-prototype object has no `__proto__` setter: every key, that one included, is plain data.
@@ -158,7 +169,7 @@ function convert(
 export function shallowCopy<T>(container: T): T {
   if (Array.isArray(container)) return container.slice() as T;
   // Object.assign onto a null-prototype target defines every key, `__proto__` included, as data.
-  return Object.assign(Object.create(null), container) as T;
+  return Object.assign(nullPrototypeObject(), container) as T;
 }
 
 /** The member stored under `key` itself, never one inherited from a prototype. */

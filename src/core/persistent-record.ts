@@ -1,4 +1,4 @@
-import { adoptImmutable, markImmutable } from "./immutable-json.js";
+import { adoptImmutable, markImmutable, nullPrototypeObject } from "./immutable-json.js";
 
 /**
  * Large objects of immutable states as persistent (structure-sharing) records.
@@ -312,7 +312,7 @@ class Brand extends Stamp {
 }
 
 function plainCopy(content: Content): Record<string, unknown> {
-  const copy = Object.create(null) as Record<string, unknown>;
+  const copy = nullPrototypeObject();
   for (const key of contentKeys(content)) copy[key] = (contentGet(content, key) as Entry).value;
   return copy;
 }

@@ -1,5 +1,10 @@
 import { TerrariumError } from "../core/errors.js";
-import { adoptImmutable, isImmutableJson, toImmutableJsonAt } from "../core/immutable-json.js";
+import {
+  adoptImmutable,
+  isImmutableJson,
+  nullPrototypeObject,
+  toImmutableJsonAt,
+} from "../core/immutable-json.js";
 import { diffJson, type JsonChange } from "../core/json-diff.js";
 import { escapeToken } from "../core/json-pointer.js";
 import {
@@ -103,7 +108,7 @@ function markChanged(draft: Draft): void {
           continue;
         }
       }
-      const copy = Object.create(null) as Draft["base"];
+      const copy = nullPrototypeObject<Draft["base"]>();
       // A null-prototype object has no `__proto__` setter: every key is stored as data.
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
@@ -118,7 +123,7 @@ function markChanged(draft: Draft): void {
 
 /** A plain null-prototype copy of a writable record, symbol keys included. */
 function plainCopyOf(record: Draft["base"]): Draft["base"] {
-  const copy = Object.create(null) as Record<string | symbol, unknown>;
+  const copy = nullPrototypeObject<Record<string | symbol, unknown>>();
   for (const key of Reflect.ownKeys(record)) copy[key] = record[key as never];
   return copy as Draft["base"];
 }
