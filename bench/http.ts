@@ -5,6 +5,8 @@
  *
  * - a bank `transfer` through `POST /sessions/{id}/calls`, 8 clients on one session, memory store and
  *   SQLite, and a QuickJS tool adding to a counter, each against a node:http JSON echo;
+ * - the ceiling: a node:http server answering that route with a fixed reply of a transfer's size and the
+ *   fast path's headers, no engine, against the echo (what node:http itself allows for the exchange);
  * - the cost of a write late in one session against its first 1,000 writes (SQLite; 100,000 writes with
  *   `--long` or TERRARIUM_BENCH_LONG=1, fewer by default);
  * - 1, 2 and 3 `serve` replicas on one Postgres database against one SQLite server (with
@@ -42,6 +44,7 @@ const part = (name: "calls" | "long" | "replicas") => !ONLY || ONLY === name;
 /** A server of bench/http-child.ts: echo, or `startServer` with `sources` and `db`. */
 const spawnServer = (options: {
   echo?: boolean;
+  ceiling?: boolean;
   sources?: string[];
   db?: string;
   hono?: boolean;
@@ -217,6 +220,33 @@ export async function benchHttp(): Promise<BenchResult> {
       await server.stop();
     };
     if (part("calls")) {
+      // What node:http itself allows for this exchange (the same path, body and headers, a fixed reply of
+      // a bank transfer's size, no engine): the share of the gap to the echo that is node:http's own.
+      const ceiling = await start({ ceiling: true });
+      const ceilingPath = "/sessions/ceiling/calls";
+      const [echoed, ceilingRate] = (await alternate([
+        echoRate,
+        () =>
+          drive(
+            (worker, n) => ({
+              port: ceiling.port,
+              path: ceilingPath,
+              body: transferBody(n * CLIENTS + worker),
+            }),
+            CLIENTS,
+            ROUND_MS,
+            true,
+          ),
+      ])) as [Rate, Rate];
+      rows.push({
+        measure: "ceiling: node:http answering the calls route with a fixed bank-sized reply (no engine)",
+        baseline: "node:http JSON echo",
+        baselineRate: echoed.callsPerSecond,
+        measured: ceilingRate,
+        ratio: ceilingRate.callsPerSecond / echoed.callsPerSecond,
+        target: "",
+      });
+      await ceiling.stop();
       await oneSession(
         "bank transfer, memory store, 8 clients on one session",
         { sources: ["bank"] },

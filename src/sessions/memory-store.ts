@@ -37,6 +37,11 @@ interface Stored {
   lastCall: { index: number; at: string } | undefined;
   /** Snapshots kept as changes since the last checkpoint, and roughly how many bytes of JSON they hold. */
   chain: { length: number; bytes: number; limit: number };
+  /**
+   * Roughly the latest state's JSON size, kept up to date from each step's changes: a checkpoint's limit
+   * is read from it instead of walking the whole state (a walk that cost more than the rest of the store).
+   */
+  stateSize: number;
 }
 
 /** The size a chain of changes may reach before a checkpoint, at least (small states checkpoint less often). */
@@ -73,7 +78,7 @@ export class MemoryStore implements Store {
       latest,
       history: [],
       lastCall: undefined,
-      chain: checkpointChain(latest.state),
+      ...checkpointChain(latest.state),
     });
   }
 
@@ -163,8 +168,6 @@ export class MemoryStore implements Store {
         { index: stored.latest.index + 1, at: entry.at, reason: state.reason },
         next,
         changes,
-        // The entry's text holds these very changes: its length bounds their size, already measured.
-        changes === entry.result.changes ? text.length : undefined,
       );
     stored.history.push(text);
     stored.lastCall = { index: full.index, at: full.at };
@@ -205,7 +208,7 @@ export class MemoryStore implements Store {
       latest: { index: latest.index, at: latest.at, reason: latest.reason, state: latest.state },
       history,
       lastCall: last ? { index: last.index, at: last.at } : undefined,
-      chain: checkpointChain(latest.state),
+      ...checkpointChain(latest.state),
     });
   }
 
@@ -220,16 +223,22 @@ export class MemoryStore implements Store {
     meta: Omit<Snapshot, "state">,
     state: unknown,
     changes?: readonly JsonChange[],
-    size?: number,
   ): void {
-    const bytes = changes === undefined ? Number.POSITIVE_INFINITY : (size ?? changesSize(changes));
-    if (stored.chain.bytes + bytes <= stored.chain.limit) {
+    const measured = changes === undefined ? undefined : measureChanges(changes);
+    if (measured !== undefined && stored.chain.bytes + measured.bytes <= stored.chain.limit) {
       stored.snapshots.push({ ...meta, changes: (changes ?? []).map(keptChange) });
       stored.chain.length++;
-      stored.chain.bytes += bytes;
+      stored.chain.bytes += measured.bytes;
+      stored.stateSize = Math.max(0, stored.stateSize + measured.growth);
     } else {
       stored.snapshots.push({ ...meta, state });
-      stored.chain = checkpointChain(state);
+      // The state's size as the changes left it: exact enough for a limit, and no walk of the state.
+      const next =
+        measured === undefined
+          ? checkpointChain(state)
+          : checkpointOfSize(Math.max(0, stored.stateSize + measured.growth));
+      stored.chain = next.chain;
+      stored.stateSize = next.stateSize;
     }
     stored.latest = { ...meta, state };
   }
@@ -257,16 +266,35 @@ function keptChange(change: JsonChange): JsonChange {
  * one, so replaying a chain costs about what reading the checkpoint does, and checkpoints of a growing
  * state come further and further apart (memory stays proportional to what the session wrote).
  */
-function checkpointChain(state: unknown): Stored["chain"] {
-  return { length: 0, bytes: 0, limit: Math.max(MIN_CHAIN_BYTES, approximateSize(state)) };
+function checkpointChain(state: unknown): Pick<Stored, "chain" | "stateSize"> {
+  return checkpointOfSize(approximateSize(state));
 }
 
-/** Roughly the JSON size of changes: the values they carry and their paths. */
-function changesSize(changes: readonly JsonChange[]): number {
-  let size = 0;
-  for (const change of changes)
-    size += 16 + change.path.length + approximateSize(change.before) + approximateSize(change.after);
-  return size;
+function checkpointOfSize(stateSize: number): Pick<Stored, "chain" | "stateSize"> {
+  return { chain: { length: 0, bytes: 0, limit: Math.max(MIN_CHAIN_BYTES, stateSize) }, stateSize };
+}
+
+/**
+ * Roughly the JSON size of changes (the values they carry and their paths), and how much they grow the
+ * state's JSON by (a member counted as its key, its value and a little punctuation), in one walk of
+ * their values.
+ */
+function measureChanges(changes: readonly JsonChange[]): { bytes: number; growth: number } {
+  let bytes = 0;
+  let growth = 0;
+  for (const change of changes) {
+    const before = change.op === "add" ? 0 : approximateSize(change.before);
+    const after = change.op === "remove" ? 0 : approximateSize(change.after);
+    bytes += 16 + change.path.length + before + after;
+    if (change.path === "") growth += after - before;
+    else {
+      const member = change.path.length - change.path.lastIndexOf("/") + 3;
+      if (change.op === "add") growth += member + after;
+      else if (change.op === "remove") growth -= member + before;
+      else growth += after - before;
+    }
+  }
+  return { bytes, growth };
 }
 
 /** Roughly a value's JSON size (counts characters, not UTF-8 bytes; an estimate is all a policy needs). */
