@@ -2,7 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { UsageLedger, UsageRecord } from "../models/usage.js";
 import type { Store, StoreEvent } from "../sessions/types.js";
 import type { CallOutcome, Engine } from "../sim/engine.js";
-import { firstCode, traceModelCall, traceToolCall } from "./tracing.js";
+import { firstCode, traceModelCall, traceToolCall, tracingEnabled } from "./tracing.js";
 
 /**
  * Prometheus metrics of one `terrarium serve` (or one `createApp`): every `ServerMetrics` has its own
@@ -106,7 +106,6 @@ export class ServerMetrics {
   private readonly toolDuration: Histogram<"tool" | "simulator" | "status">;
   private readonly httpRequests: Counter<"method" | "route" | "status">;
   private readonly httpDuration: Histogram<"method" | "route">;
-  private readonly inFlight: Gauge;
   private readonly modelCalls: Counter<"model" | "role" | "outcome">;
   private readonly modelTokens: Counter<"model" | "role" | "kind">;
   private readonly modelCost: Counter<"model" | "role">;
@@ -115,6 +114,10 @@ export class ServerMetrics {
   private readonly storeErrors: Counter<"operation" | "kind">;
   private readonly lockWaits: Histogram;
   private readonly disposers: Array<() => void> = [];
+  private readonly inFlightNow = { count: 0 };
+  /** Label sets seen before, by their values joined: see `FastSeries`. */
+  private readonly toolSeries = new Map<string, ToolSeries>();
+  private readonly httpSeries = new Map<string, HttpSeries>();
 
   constructor(options: ServerMetricsOptions = {}) {
     const registers = [this.registry];
@@ -145,10 +148,15 @@ export class ServerMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.inFlight = new Gauge({
+    const inFlight = this.inFlightNow;
+    new Gauge({
       name: `${METRIC_PREFIX}http_requests_in_flight`,
       help: "HTTP requests being answered now.",
       registers,
+      // Read when scraped: a request adds to a plain number, not to prom-client's map.
+      collect() {
+        this.set(inFlight.count);
+      },
     });
     this.modelCalls = new Counter({
       name: `${METRIC_PREFIX}model_calls_total`,
@@ -211,13 +219,20 @@ export class ServerMetrics {
 
   observeToolCall(event: ToolCallEvent): void {
     const outcome = event.outcome;
-    const labels = {
-      tool: event.tool,
-      simulator: outcome?.simulator ?? NO_SIMULATOR,
-      status: outcome?.status ?? REJECTED,
-    };
-    this.toolCalls.inc(labels);
-    this.toolDuration.observe(labels, event.seconds);
+    const simulator = outcome?.simulator ?? NO_SIMULATOR;
+    const status = outcome?.status ?? REJECTED;
+    const key = `${event.tool}\u0000${simulator}\u0000${status}`;
+    let series = this.toolSeries.get(key);
+    if (!series) {
+      const labels = { tool: event.tool, simulator, status };
+      series = {
+        calls: new FastCounter(this.toolCalls, labels),
+        duration: new FastHistogram(this.toolDuration, labels),
+      };
+      this.toolSeries.set(key, series);
+    }
+    series.calls.inc();
+    series.duration.observe(event.seconds);
     if (!outcome) {
       const code = (event.error as { code?: unknown })?.code;
       this.errors.inc({ source: "call", code: typeof code === "string" ? code : "INTERNAL" });
@@ -227,15 +242,31 @@ export class ServerMetrics {
   }
 
   observeHttp(event: HttpEvent): void {
-    this.httpRequests.inc({ method: event.method, route: event.route, status: String(event.status) });
-    this.httpDuration.observe({ method: event.method, route: event.route }, event.seconds);
+    this.httpSeriesOf(event.method, event.route, event.status).observe(event.seconds);
     if (event.status >= 400)
       this.errors.inc({ source: "http", code: event.code ?? statusCodeName(event.status) });
   }
 
+  /** `observeHttp` of a 200 (the fast path's answers), without an event object. */
+  observeHttpOk(method: string, route: string, seconds: number): void {
+    this.httpSeriesOf(method, route, 200).observe(seconds);
+  }
+
+  private httpSeriesOf(method: string, route: string, status: number): HttpSeries {
+    const key = `${method}\u0000${route}\u0000${status}`;
+    let series = this.httpSeries.get(key);
+    if (!series) {
+      const requests = new FastCounter(this.httpRequests, { method, route, status: String(status) });
+      const duration = new FastHistogram(this.httpDuration, { method, route });
+      series = new HttpSeries(requests, duration);
+      this.httpSeries.set(key, series);
+    }
+    return series;
+  }
+
   /** A request started (+1) or was answered (-1). */
   requestsInFlight(delta: 1 | -1): void {
-    this.inFlight.inc(delta);
+    this.inFlightNow.count += delta;
   }
 
   observeModelCall(record: UsageRecord): void {
@@ -279,6 +310,129 @@ export class ServerMetrics {
   }
 }
 
+interface ToolSeries {
+  calls: FastCounter;
+  duration: FastHistogram;
+}
+
+class HttpSeries {
+  constructor(
+    private readonly requests: FastCounter,
+    private readonly duration: FastHistogram,
+  ) {}
+
+  observe(seconds: number): void {
+    this.requests.inc();
+    this.duration.observe(seconds);
+  }
+}
+
+/** What prom-client keeps per label set (its `hashMap`, stable since v11): the parts added to here. */
+interface EntryMap<E> {
+  hashMap: Record<string, E & { labels: Record<string, string | number> }>;
+}
+
+/**
+ * One label set of a prom-client metric, counted fast. prom-client hashes and validates the labels at
+ * every call, which cost more than the rest of a call's accounting; here the first call goes through
+ * prom-client, which makes the set's entry, and later ones add to that entry exactly as prom-client
+ * would. Whenever the entry is no longer the one prom-client holds (a reset, a removal), the call goes
+ * through prom-client again and the entry is found anew, so the numbers are prom-client's either way.
+ */
+class FastSeries<E> {
+  private map: EntryMap<E>["hashMap"] | undefined;
+  private hash = "";
+  private entry: E | undefined;
+
+  constructor(
+    private readonly metric: EntryMap<E>,
+    readonly labels: Record<string, string>,
+  ) {}
+
+  /** The entry, while prom-client still holds it. */
+  protected current(): E | undefined {
+    const map = this.metric.hashMap;
+    return map === this.map && map[this.hash] === this.entry ? this.entry : undefined;
+  }
+
+  /** Finds the entry prom-client keeps for these labels (after a call through prom-client made it). */
+  protected find(): void {
+    const map = this.metric.hashMap;
+    this.map = undefined;
+    this.entry = undefined;
+    for (const hash in map) {
+      const entry = map[hash] as E & { labels: Record<string, string | number> };
+      if (sameLabels(entry.labels, this.labels)) {
+        this.map = map;
+        this.hash = hash;
+        this.entry = entry;
+        return;
+      }
+    }
+  }
+}
+
+function sameLabels(a: Record<string, string | number>, b: Record<string, string>): boolean {
+  const names = Object.keys(b);
+  if (Object.keys(a).length !== names.length) return false;
+  for (const name of names) if (String(a[name]) !== b[name]) return false;
+  return true;
+}
+
+class FastCounter extends FastSeries<{ value: number }> {
+  constructor(
+    private readonly counter: Counter<string>,
+    labels: Record<string, string>,
+  ) {
+    super(counter as unknown as EntryMap<{ value: number }>, labels);
+  }
+
+  inc(): void {
+    const entry = this.current();
+    if (entry) {
+      entry.value += 1;
+      return;
+    }
+    this.counter.inc(this.labels);
+    this.find();
+  }
+}
+
+class FastHistogram extends FastSeries<{ sum: number; count: number; bucketValues: Record<string, number> }> {
+  constructor(
+    private readonly histogram: Histogram<string>,
+    labels: Record<string, string>,
+  ) {
+    super(
+      histogram as unknown as EntryMap<{ sum: number; count: number; bucketValues: Record<string, number> }>,
+      labels,
+    );
+    this.bounds = (histogram as unknown as { upperBounds: readonly number[] }).upperBounds;
+  }
+
+  /** prom-client's own upper bounds, in its order. */
+  private readonly bounds: readonly number[];
+
+  observe(value: number): void {
+    const entry = Number.isFinite(value) ? this.current() : undefined;
+    if (entry) {
+      // As prom-client's observe: the first bound at or above the value (-1 past the last: +Inf only).
+      let bound = -1;
+      for (const upper of this.bounds)
+        if (value <= upper) {
+          bound = upper;
+          break;
+        }
+      entry.sum += value;
+      entry.count += 1;
+      if (Object.hasOwn(entry.bucketValues, bound)) (entry.bucketValues[bound] as number) += 1;
+      return;
+    }
+    this.histogram.observe(this.labels, value);
+    this.find();
+  }
+}
+
 type CallWatcher = (event: ToolCallEvent) => void;
 type RecordWatcher = (record: UsageRecord) => void;
 
@@ -300,18 +454,19 @@ export function watchEngineCalls(engine: Engine, watcher: CallWatcher): () => vo
     engine.call = async (sessionId, request) => {
       const started = performance.now();
       const tool = engine.catalog.get(request.name) ? request.name : UNKNOWN_TOOL;
-      const notify = (event: Omit<ToolCallEvent, "sessionId" | "tool" | "seconds">) => {
-        const seconds = (performance.now() - started) / 1000;
-        for (const each of set) each({ sessionId, tool, seconds, ...event });
-      };
+      let outcome: CallOutcome;
       try {
-        const outcome = await traceToolCall(sessionId, request.name, () => call(sessionId, request));
-        notify({ outcome });
-        return outcome;
+        outcome = await (tracingEnabled()
+          ? traceToolCall(sessionId, request.name, () => call(sessionId, request))
+          : call(sessionId, request));
       } catch (error) {
-        notify({ error });
+        const seconds = (performance.now() - started) / 1000;
+        for (const each of set) each({ sessionId, tool, seconds, error });
         throw error;
       }
+      const seconds = (performance.now() - started) / 1000;
+      for (const each of set) each({ sessionId, tool, seconds, outcome });
+      return outcome;
     };
   }
   watchers.add(watcher);
