@@ -76,6 +76,43 @@ describe("/openenv/ws", () => {
     expect(open.openenv.active).toBe(0);
   });
 
+  it("messages sent without waiting are all answered, in order, before a close sent after them", async () => {
+    // Answers leave in batches (once per event-loop turn): each connection must still get its own, in
+    // order, and a close must not overtake the answers before it.
+    const clients = await Promise.all([Client.connect(open.url), Client.connect(open.url)]);
+    const transfer = (amount: number) => ({
+      type: "step",
+      data: {
+        type: "call_tool",
+        tool_name: "transfer",
+        arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount },
+      },
+    });
+    for (const [k, client] of clients.entries()) {
+      client.send({ type: "reset", data: { episode_id: `burst-${k}` } });
+      for (let i = 1; i <= 5; i++) client.send(transfer(i + k));
+      client.send({ type: "state" });
+      client.send({ type: "close" });
+    }
+    for (const [k, client] of clients.entries()) {
+      const reset = await client.next();
+      expect(reset.data.observation.metadata.episode_id).toBe(`burst-${k}`);
+      for (let i = 1; i <= 5; i++) {
+        const answer = await client.next();
+        expect(answer.data.observation).toMatchObject({
+          error: null,
+          metadata: { episode_id: `burst-${k}`, step: i - 1, step_count: i },
+        });
+      }
+      expect(await client.next()).toMatchObject({
+        type: "state",
+        data: { episode_id: `burst-${k}`, step_count: 5 },
+      });
+      expect(await client.closed).toBe(1000);
+    }
+    expect(open.openenv.active).toBe(0);
+  });
+
   it("the upgrade needs an accepted bearer token when tokens are set", async () => {
     const refused = await new Promise<number>((resolve, reject) => {
       const ws = new WebSocket(`${secured.url.replace(/^http/, "ws")}/openenv/ws`);

@@ -289,6 +289,13 @@ export class OpenEnvServer {
   }
 }
 
+/** Refuses a message with fields besides `type` (and `data`, when it may have one). */
+function onlyFields(message: Record<string, unknown>, withData: boolean): void {
+  for (const key of Object.keys(message))
+    if (key !== "type" && !(withData && key === "data"))
+      throw new OpenEnvError("VALIDATION_ERROR", `Invalid message: unexpected field ${JSON.stringify(key)}`);
+}
+
 function positive(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1)
     throw new TerrariumError("CONFIG_INVALID", `${name} must be a positive integer (got ${value})`);
@@ -302,7 +309,10 @@ function positive(name: string, value: number): number {
  */
 export class OpenEnvSession {
   private episode: Episode | undefined;
+  /** The last message's answer, which the next message waits for while `waiting` > 0. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Messages handed in and not answered yet. */
+  private waiting = 0;
   private closed = false;
   lastActivity: number;
   busy = false;
@@ -329,8 +339,10 @@ export class OpenEnvSession {
 
   /** One message as text; the answer, or undefined for `close` (the transport closes then). */
   handleText(text: string): Promise<OpenEnvMessageOut | undefined> {
-    const run = this.queue.then(() => this.handleNow(text));
-    this.queue = run.catch(() => undefined);
+    // handleNow never rejects (failures are answered), so the queue needs no catch; with nothing waiting
+    // (a client that waits for each answer) the message runs at once, without a hop through the queue.
+    const run = this.waiting++ === 0 ? this.handleNow(text) : this.queue.then(() => this.handleNow(text));
+    this.queue = run;
     return run;
   }
 
@@ -339,7 +351,9 @@ export class OpenEnvSession {
     this.busy = true;
     try {
       if (this.closed) throw new OpenEnvError("EXECUTION_ERROR", "the session is closed");
-      if (Buffer.byteLength(text, "utf8") > this.server.maxMessageBytes)
+      // A UTF-16 unit is 1 to 3 bytes of UTF-8: only a text over a third of the limit needs counting.
+      const limit = this.server.maxMessageBytes;
+      if (text.length * 3 > limit && Buffer.byteLength(text, "utf8") > limit)
         throw new OpenEnvError(
           "VALIDATION_ERROR",
           `the message is larger than ${this.server.maxMessageBytes} bytes`,
@@ -356,6 +370,7 @@ export class OpenEnvSession {
     } finally {
       this.busy = false;
       this.lastActivity = this.server.now();
+      this.waiting--;
     }
   }
 
@@ -365,34 +380,26 @@ export class OpenEnvSession {
       throw new OpenEnvError("VALIDATION_ERROR", "a message is a JSON object with a type");
     const type = own(message, "type");
     const data = own(message, "data");
-    const allowed = (keys: string[]) => {
-      const extra = Object.keys(message).filter((key) => key !== "type" && !keys.includes(key));
-      if (extra.length > 0)
-        throw new OpenEnvError(
-          "VALIDATION_ERROR",
-          `Invalid message: unexpected field ${JSON.stringify(extra[0])}`,
-        );
-    };
     switch (type) {
       case "reset": {
-        allowed(["data"]);
+        onlyFields(message, true);
         if (data !== undefined && !isObject(data))
           throw new OpenEnvError("VALIDATION_ERROR", "Invalid message: reset's data must be an object");
         return { type: "observation", data: await this.reset(data ?? {}) };
       }
       case "step": {
-        allowed(["data"]);
+        onlyFields(message, true);
         return { type: "observation", data: await this.step(data) };
       }
       case "state":
-        allowed([]);
+        onlyFields(message, false);
         return { type: "state", data: this.state() };
       case "close":
-        allowed([]);
+        onlyFields(message, false);
         await this.close();
         return undefined;
       case "mcp": {
-        allowed(["data"]);
+        onlyFields(message, true);
         if (!isObject(data))
           throw new OpenEnvError("VALIDATION_ERROR", "Invalid message: mcp's data must be a JSON-RPC object");
         return { type: "mcp", data: await this.mcp(data) };
@@ -561,7 +568,8 @@ export class OpenEnvSession {
       name: tool.name,
       arguments: action.arguments,
     });
-    await this.count(episode);
+    const ending = this.count(episode);
+    if (ending) await ending;
     return this.callResult(episode, tool.name, fromOutcome(outcome));
   }
 
@@ -594,15 +602,18 @@ export class OpenEnvSession {
     };
   }
 
-  /** Counts a step; ends the episode at its step limit (or as `ended` says) and scores it then. */
-  private async count(episode: Episode, ended?: EpisodeEnd): Promise<void> {
+  /**
+   * Counts a step; ends the episode at its step limit (or as `ended` says) and scores it then. Returns
+   * the ending to wait for, if the episode ends (most steps end nothing, and allocate no promise).
+   */
+  private count(episode: Episode, ended?: EpisodeEnd): Promise<void> | undefined {
     episode.stepCount++;
     let why = ended;
     if (!why && episode.maxSteps !== undefined && episode.stepCount >= episode.maxSteps) {
       episode.done = true;
       why = { reason: "max_steps" };
     }
-    if (why) await this.end(episode, why);
+    return why ? this.end(episode, why) : undefined;
   }
 
   /** Scores an ended episode (with its conversation, when it has one) and frees what it holds. */
@@ -628,6 +639,11 @@ export class OpenEnvSession {
     };
   }
 
+  /** Whether `endMetadata` has anything to add. */
+  private hasEndMetadata(episode: Episode): boolean {
+    return (episode.done && episode.endReason !== undefined) || episode.score !== undefined;
+  }
+
   private endMetadata(episode: Episode): Record<string, unknown> {
     return {
       ...(episode.done && episode.endReason ? { end_reason: episode.endReason } : {}),
@@ -646,12 +662,18 @@ export class OpenEnvSession {
       metadata: Record<string, unknown>;
     },
   ): StepResult {
+    // parts.metadata is the step's own: the episode's fields are added to it (as a spread would add them).
+    const metadata = parts.metadata;
+    metadata.episode_id = episode.id;
+    metadata.session_id = episode.sessionId;
+    metadata.step_count = episode.stepCount;
+    if (this.hasEndMetadata(episode)) Object.assign(metadata, this.endMetadata(episode));
     return {
       observation: {
         tool_name: toolName,
         result: parts.result,
         error: parts.error,
-        metadata: { ...parts.metadata, ...this.episodeMetadata(episode) },
+        metadata,
       },
       reward: episode.done ? episode.reward : null,
       done: episode.done,
@@ -755,27 +777,33 @@ export class OpenEnvSession {
   }
 }
 
+const LIST_TOOLS_FIELDS: readonly string[] = ["type", "metadata"];
+const CALL_TOOL_FIELDS: readonly string[] = ["type", "tool_name", "arguments", "metadata"];
+const MESSAGE_FIELDS: readonly string[] = ["type", "content", "metadata"];
+
+/** Refuses an action with fields its type does not have, or a metadata that is not an object. */
+function checkActionFields(data: Record<string, unknown>, type: string, fields: readonly string[]): void {
+  for (const key of Object.keys(data))
+    if (!fields.includes(key))
+      throw new OpenEnvError(
+        "VALIDATION_ERROR",
+        `Invalid action: unexpected field ${JSON.stringify(key.slice(0, 80))} for ${type}`,
+      );
+  const metadata = own(data, "metadata");
+  if (metadata !== undefined && !isObject(metadata))
+    throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: metadata must be an object");
+}
+
 function parseAction(data: unknown): Action {
   if (!isObject(data))
     throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: step's data must be an action object");
   const type = own(data, "type");
-  const check = (keys: string[]) => {
-    const extra = Object.keys(data).filter((key) => !keys.includes(key));
-    if (extra.length > 0)
-      throw new OpenEnvError(
-        "VALIDATION_ERROR",
-        `Invalid action: unexpected field ${JSON.stringify(extra[0]?.slice(0, 80))} for ${String(type)}`,
-      );
-    const metadata = own(data, "metadata");
-    if (metadata !== undefined && !isObject(metadata))
-      throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: metadata must be an object");
-  };
   if (type === "list_tools") {
-    check(["type", "metadata"]);
+    checkActionFields(data, type, LIST_TOOLS_FIELDS);
     return { type };
   }
   if (type === "call_tool") {
-    check(["type", "tool_name", "arguments", "metadata"]);
+    checkActionFields(data, type, CALL_TOOL_FIELDS);
     const toolName = own(data, "tool_name");
     if (typeof toolName !== "string" || toolName === "")
       throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: call_tool needs a tool_name string");
@@ -785,7 +813,7 @@ function parseAction(data: unknown): Action {
     return { type, tool_name: toolName, arguments: args };
   }
   if (type === "message") {
-    check(["type", "content", "metadata"]);
+    checkActionFields(data, type, MESSAGE_FIELDS);
     const content = own(data, "content");
     if (typeof content !== "string" || content.trim() === "")
       throw new OpenEnvError("VALIDATION_ERROR", "Invalid action: message needs a non-empty content string");
