@@ -87,6 +87,25 @@ export interface CallOutcome {
   semantic: "passed" | "failed" | "skipped" | "error" | "not-run";
 }
 
+/** A call as it goes through `callNow`: what its record needs, filled in as it is learnt. */
+interface CallInProgress {
+  id: string;
+  at: string;
+  recorded: { name: string; arguments: unknown };
+  semantic: CallOutcome["semantic"];
+  /** Recorded in the history when the validator failed the call or could not run (fails open). */
+  semanticNote: HistoryEntry["semantic"];
+  /** The seed the simulator ran the call under (code environments replay calls with it). */
+  seed: string | undefined;
+  /**
+   * Set once a simulator answered with changes: one that keeps a live instance (code) has applied them
+   * to it and expects the next snapshot to hold them. When no such snapshot is stored (the changes
+   * turned out to change nothing, were refused, or the write failed), the instance is dropped, so it is
+   * never mistaken for a snapshot with the same index written later, here or by another replica.
+   */
+  simulatedChanges: boolean;
+}
+
 export interface SessionExport {
   schemaVersion: number;
   session: SessionRecord;
@@ -370,56 +389,21 @@ export class Engine {
     const callCount = lastCall ? lastCall.index + 1 : 0;
     const at = this.timeAfter(snapshot.at, lastCall?.at);
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
-    let semantic: CallOutcome["semantic"] = "not-run";
-    // Recorded in the history when the validator failed the call or could not run (fails open).
-    let semanticNote: HistoryEntry["semantic"];
-    // The seed the simulator ran the call under (code environments replay calls with it).
-    let seed: string | undefined;
-    // Set once a simulator answered with changes: one that keeps a live instance (code) has applied them
-    // to it and expects the next snapshot to hold them. When no such snapshot is stored (the changes
-    // turned out to change nothing, were refused, or the write failed), the instance is dropped, so it is
-    // never mistaken for a snapshot with the same index written later, here or by another replica.
-    let simulatedChanges = false;
-    const record = async (
-      result: Omit<CallOutcome, "step" | "simulator" | "semantic">,
-      simulator: string,
-      newState?: unknown,
-      changes?: readonly JsonChange[],
-    ): Promise<CallOutcome> => {
-      // Built field by field in the order a history entry always had (no spread of temporary objects).
-      const step: Omit<HistoryEntry, "index" | "snapshot"> = {
-        at,
-        request: recorded,
-        result: {
-          status: result.status,
-          observation: result.observation,
-          changes: result.changes,
-          errors: result.errors,
-        },
-        simulator,
-      };
-      if (result.usage) step.usage = result.usage;
-      if (seed !== undefined) step.seed = seed;
-      if (semanticNote) step.semantic = semanticNote;
-      let stepState: StepState | undefined;
-      if (newState !== undefined) {
-        stepState = { state: newState, reason: "step" };
-        if (changes) stepState.changes = changes;
-      }
-      let entry: HistoryEntry;
-      try {
-        entry = await this.store.appendStep(id, step, stepState);
-      } catch (error) {
-        if (simulatedChanges) this.forget(id);
-        throw error;
-      }
-      if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
-      return { ...result, simulator, step: entry.index, semantic };
+    // What the call's record (`recordCall`) needs, filled in as the call goes.
+    const call: CallInProgress = {
+      id,
+      at,
+      recorded,
+      semantic: "not-run",
+      semanticNote: undefined,
+      seed: undefined,
+      simulatedChanges: false,
     };
 
     const verdict = this.validator.validate(this.catalog, recorded);
     if (!verdict.valid) {
-      return record(
+      return this.recordCall(
+        call,
         {
           status: "invalid",
           observation: { error: "invalid call", violations: verdict.errors },
@@ -435,11 +419,12 @@ export class Engine {
     ) as Record<string, unknown>;
     if (this.options.semantic) {
       const verdict = await this.options.semantic.check(tool, args, id);
-      semantic = verdict.status;
-      if (verdict.status === "error") semanticNote = { status: "error", message: verdict.message };
+      call.semantic = verdict.status;
+      if (verdict.status === "error") call.semanticNote = { status: "error", message: verdict.message };
       if (verdict.status === "failed") {
-        semanticNote = { status: "failed" };
-        return record(
+        call.semanticNote = { status: "failed" };
+        return this.recordCall(
+          call,
           {
             status: "invalid",
             observation: { error: "invalid call", violations: verdict.problems },
@@ -450,7 +435,7 @@ export class Engine {
         );
       }
     } else {
-      semantic = "skipped";
+      call.semantic = "skipped";
     }
     const simulator = this.simulatorFor(tool, policy);
     // Simulators see a window of recent calls, read only for those that look at it.
@@ -468,15 +453,16 @@ export class Engine {
         // seeds itself from it).
         random: createRandom(`${session.seed}:${callCount}`),
         now: at,
-        lineage: (replayable) => sessionLineage(this.store, id, replayable),
+        lineage: sessionLineage.bind(undefined, this.store, id),
       });
-      seed = result.seed;
-      simulatedChanges = result.changes.length > 0;
+      call.seed = result.seed;
+      call.simulatedChanges = result.changes.length > 0;
     } catch (error) {
       // A simulator failure (a model that gave up, a dead bridge) leaves the state untouched.
       const message = error instanceof Error ? error.message : String(error);
       const code = error instanceof TerrariumError ? error.code : "SIMULATOR_FAILED";
-      return record(
+      return this.recordCall(
+        call,
         { status: "error", observation: { error: message }, changes: [], errors: [{ rule: code, message }] },
         simulator.name,
       );
@@ -484,7 +470,7 @@ export class Engine {
     // A result the session could not export (too deep) or that is absurdly large fails the call the same
     // way: nothing of it is stored and the state stays as it was.
     const refusal = this.resultRefusal(result);
-    if (refusal) return record(refusal, simulator.name);
+    if (refusal) return this.recordCall(call, refusal, simulator.name);
 
     const errors: CallOutcome["errors"] = [...(result.errors ?? [])];
     if (result.status === "ok" && tool.outputSchema !== undefined) {
@@ -500,7 +486,8 @@ export class Engine {
       }
     }
     if (result.status !== "ok" || result.changes.length === 0) {
-      return record(
+      return this.recordCall(
+        call,
         {
           status: result.status,
           observation: result.observation,
@@ -528,7 +515,8 @@ export class Engine {
     } catch (error) {
       // Changes that would make an unusable state (nested too deep, no longer an object) are refused.
       const message = `the simulator's changes were not applied: ${(error as Error).message}`;
-      return record(
+      return this.recordCall(
+        call,
         {
           status: "error",
           observation: { error: message },
@@ -539,11 +527,12 @@ export class Engine {
       );
     }
     const tooDeep = this.changesRefusal(applied);
-    if (tooDeep) return record(tooDeep, simulator.name);
+    if (tooDeep) return this.recordCall(call, tooDeep, simulator.name);
     // Exact changes are never empty for a state that did not change; tolerant ones may cancel out, and
     // shared structure makes the check cheap (only the changed paths are compared).
     const changed = exact ? applied.length > 0 : !same(state, snapshot.state);
-    return record(
+    return this.recordCall(
+      call,
       {
         status: "ok",
         observation: result.observation,
@@ -556,6 +545,49 @@ export class Engine {
       // Only exact changes reach the store: tolerant ones may create parents they do not name.
       changed && exact ? applied : undefined,
     );
+  }
+
+  /**
+   * Records a call (its history entry and, when it changed the state, its snapshot, in one store write)
+   * and gives its outcome. A method, not a closure per call.
+   */
+  private async recordCall(
+    call: CallInProgress,
+    result: Omit<CallOutcome, "step" | "simulator" | "semantic">,
+    simulator: string,
+    newState?: unknown,
+    changes?: readonly JsonChange[],
+  ): Promise<CallOutcome> {
+    const { id, simulatedChanges } = call;
+    // Built field by field in the order a history entry always had (no spread of temporary objects).
+    const step: Omit<HistoryEntry, "index" | "snapshot"> = {
+      at: call.at,
+      request: call.recorded,
+      result: {
+        status: result.status,
+        observation: result.observation,
+        changes: result.changes,
+        errors: result.errors,
+      },
+      simulator,
+    };
+    if (result.usage) step.usage = result.usage;
+    if (call.seed !== undefined) step.seed = call.seed;
+    if (call.semanticNote) step.semantic = call.semanticNote;
+    let stepState: StepState | undefined;
+    if (newState !== undefined) {
+      stepState = { state: newState, reason: "step" };
+      if (changes) stepState.changes = changes;
+    }
+    let entry: HistoryEntry;
+    try {
+      entry = await this.store.appendStep(id, step, stepState);
+    } catch (error) {
+      if (simulatedChanges) this.forget(id);
+      throw error;
+    }
+    if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
+    return { ...result, simulator, step: entry.index, semantic: call.semantic };
   }
 
   /** What a call reads first: the session, its latest snapshot, its last call (see `Store.head`). */
