@@ -289,6 +289,8 @@ export class PostgresStore implements Store {
   /** Steps of kept sessions waiting for the next group commit, and the group commits on their way. */
   private readonly queued: Queued[] = [];
   private writing = 0;
+  /** When a group commit last looked for waiting replicas (see WAITER_PROBE_MS). */
+  private waitersProbedAt = Number.NEGATIVE_INFINITY;
   /** Sessions whose lock this replica keeps between calls (oldest first), with their connection. */
   private readonly leases = new Map<string, Lease>();
   /** Whether the hot path's functions are in the database (set once migrated). */
@@ -1027,9 +1029,12 @@ export class PostgresStore implements Store {
     let stored: Set<string>;
     let wanted: Set<string>;
     try {
+      const now = performance.now();
+      const probe = now - this.waitersProbedAt >= WAITER_PROBE_MS;
+      if (probe) this.waitersProbedAt = now;
       const { rows } = await this.pool.query({
-        name: "terrarium_steps_v2",
-        text: STEPS_SQL,
+        name: probe ? "terrarium_steps_v2" : "terrarium_steps_quiet_v2",
+        text: probe ? STEPS_SQL : STEPS_QUIET_SQL,
         values: Object.values(columns),
         rowMode: "array",
       } as QueryConfig);
@@ -1769,7 +1774,7 @@ interface HeldLock {
  * those another replica waits for (their locks are then let go after the call, not kept). Their locks are
  * held by their calls' connections and released after the commit.
  */
-const STEPS_SQL = `
+const STEPS_WRITE = `
 WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::int[], $6::text[],
                                $7::text[], $8::text[], $9::int[], $10::text[], $11::text[])
              AS v(session, seq, entry_idx, entry, snap_idx, at, reason, hash, size, state, changes)),
@@ -1780,7 +1785,8 @@ st AS (INSERT INTO terrarium_states (hash, size, state)
 sn AS (INSERT INTO terrarium_snapshots (session, idx, at, reason, checkpoint, changes)
        SELECT session, snap_idx, at, reason, hash, changes FROM ok WHERE snap_idx IS NOT NULL RETURNING 1),
 h AS (INSERT INTO terrarium_history (session, idx, entry) SELECT session, entry_idx, entry FROM ok
-      RETURNING session),
+      RETURNING session)`;
+const STEPS_SQL = `${STEPS_WRITE},
 -- Calls of other replicas waiting for one of these sessions' locks (key 0, as two halves in pg_locks).
 w AS MATERIALIZED (SELECT l.classid::bigint AS hi, l.objid::bigint AS lo FROM pg_locks l
                     WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1)
@@ -1788,6 +1794,16 @@ SELECT (SELECT array_agg(session) FROM h),
        (SELECT array_agg(v.session) FROM v WHERE EXISTS (
           SELECT 1 FROM w WHERE w.hi = ((hashtextextended(v.session, 0) >> 32) & 4294967295)
                             AND w.lo = (hashtextextended(v.session, 0) & 4294967295)))`;
+/** The same write without the look at pg_locks (which copies the server's lock table: see WAITER_PROBE_MS). */
+const STEPS_QUIET_SQL = `${STEPS_WRITE}
+SELECT (SELECT array_agg(session) FROM h), NULL::text[]`;
+
+/**
+ * A group commit looks for replicas waiting on its sessions' locks at most this often: reading pg_locks
+ * costs the server about as much as the rest of a one-step commit, and a waiter seen up to this much later
+ * still gets its turn long before a kept lock's lease (TERRARIUM_PG_LEASE_MS) would run out.
+ */
+const WAITER_PROBE_MS = 20;
 
 /** Group commits on their way at once, and steps in one. */
 const WRITERS = 2;
@@ -2115,6 +2131,16 @@ export async function createScratchDatabase(
       await client.connect();
       try {
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } catch (error) {
+        // FORCE refuses a role without pg_signal_backend while an autovacuum worker is in the database
+        // (it has no role to match): end this role's sessions there, then drop without FORCE, which
+        // stops the worker itself.
+        if ((error as { code?: string }).code !== "42501") throw error;
+        await client.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND usename = current_user AND pid <> pg_backend_pid()",
+          [name],
+        );
+        await client.query(`DROP DATABASE IF EXISTS ${name}`);
       } finally {
         await client.end();
       }
