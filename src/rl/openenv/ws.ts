@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
 import { hashToken } from "../../core/token-hash.js";
-import { errorMessage, type OpenEnvServer, type OpenEnvSession } from "./server.js";
+import { errorMessage, type OpenEnvMessageOut, type OpenEnvServer, type OpenEnvSession } from "./server.js";
 
 export interface OpenEnvWebSocketOptions {
   /** Bearer tokens accepted on the upgrade request; with none, anyone may connect. */
@@ -81,13 +81,15 @@ export function attachOpenEnvWebSocket(
       ws.send(JSON.stringify(errorMessage(error)), () => ws.close(1013, "capacity reached"));
       return;
     }
+    // Made once per connection, not once per message.
+    const answered = (answer: OpenEnvMessageOut | undefined) => {
+      outSockets.push(ws);
+      outTexts.push(answer === undefined ? undefined : JSON.stringify(answer));
+      if (outSockets.length === 1) setImmediate(flush);
+    };
     ws.on("message", (raw, isBinary) => {
       const text = isBinary ? Buffer.from(raw as Buffer).toString("utf8") : raw.toString();
-      void session.handleText(text).then((answer) => {
-        outSockets.push(ws);
-        outTexts.push(answer === undefined ? undefined : JSON.stringify(answer));
-        if (outSockets.length === 1) setImmediate(flush);
-      });
+      void session.handleText(text).then(answered);
     });
     ws.on("close", () => void session.close());
     ws.on("error", () => void session.close());
