@@ -231,6 +231,18 @@ describe("error codes", () => {
     expect((await errorOf(session, { type: "reset", data: { pad: "x".repeat(3000) } })).message).toMatch(
       /larger than 2000 bytes/,
     );
+    // The limit is in bytes of UTF-8: 680 euro signs are under 2000 characters but over 2000 bytes.
+    expect((await errorOf(session, { type: "reset", data: { pad: "€".repeat(680) } })).message).toMatch(
+      /larger than 2000 bytes/,
+    );
+    expect(
+      (
+        await observation(session, {
+          type: "step",
+          data: { type: "list_tools", metadata: { pad: "€".repeat(600) } },
+        })
+      ).observation.tools,
+    ).toHaveLength(engine.catalog.tools.length);
     // A call before any reset: there is no episode to run it in.
     expect(
       await errorOf(session, { type: "step", data: { type: "call_tool", tool_name: "get_account" } }),
