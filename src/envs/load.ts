@@ -53,17 +53,29 @@ export async function loadEnvironment(reference: string): Promise<Environment> {
   );
 }
 
+let registering: Promise<void> | undefined;
+
+/**
+ * Makes `import()` load TypeScript, so users need no build step for their environments. Running from
+ * source (tsx, vitest) it already does; the built CLI registers tsx's loader for the process, once. Not
+ * tsx's `tsImport`: its loader is namespaced, which gives the module a private copy of every module it
+ * imports, terrarium's own included, and the engine then fails to recognise the states that copy makes
+ * as immutable (a private brand each), converting the whole state again at every step.
+ */
+function typeScriptLoader(): Promise<void> {
+  if (!import.meta.url.endsWith(".js")) return Promise.resolve();
+  registering ??= import("tsx/esm/api").then(({ register }) => {
+    register();
+  });
+  return registering;
+}
+
 async function loadModule(file: string): Promise<Environment> {
   const url = pathToFileURL(resolve(file)).href;
   let module: Record<string, unknown>;
   try {
-    if (/\.m?ts$/.test(file)) {
-      // TypeScript modules load through tsx, so users need no build step for their environments.
-      const { tsImport } = await import("tsx/esm/api");
-      module = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
-    } else {
-      module = (await import(url)) as Record<string, unknown>;
-    }
+    if (/\.m?ts$/.test(file)) await typeScriptLoader();
+    module = (await import(url)) as Record<string, unknown>;
   } catch (error) {
     throw new TerrariumError("INVALID_INPUT", `cannot load the module: ${(error as Error).message}`, {
       where: { file },
