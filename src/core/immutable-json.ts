@@ -14,14 +14,23 @@ import { TerrariumError } from "./errors.js";
  */
 
 /**
- * A new empty object with a null prototype that V8 keeps in fast mode. `Object.create(null)` makes a
- * dictionary-mode object: slower to fill, to read, to list and to freeze, and its freeze allocates a map
- * every time. Changing the prototype of an empty `{}` follows one cached map transition, so objects of the
- * same keys share hidden classes (and their freeze transitions) as ordinary objects do. With no prototype
- * there is no `__proto__` setter either: every key assigned to it, that one included, is stored as data.
+ * Up to this many keys, a state's object is made in V8's fast mode (see `nullPrototypeObject`); larger
+ * ones start as dictionaries. V8 turns an object that gains more than about 16 properties by computed keys
+ * into a dictionary anyway, and filling a fast object past that costs a map transition per key and then
+ * the conversion: several times what filling a dictionary costs.
  */
-export function nullPrototypeObject<T = Record<string, unknown>>(): T {
-  return Object.setPrototypeOf({}, null) as T;
+export const FAST_OBJECT_KEYS = 16;
+
+/**
+ * A new empty object with a null prototype, for `keyCount` keys. `Object.create(null)` makes a
+ * dictionary-mode object: slower to fill, to read, to list and to freeze (its freeze allocates a map every
+ * time). Changing the prototype of an empty `{}` follows one cached map transition and keeps fast mode, so
+ * small objects of the same keys share hidden classes (and their freeze transitions) as ordinary objects
+ * do. With no prototype there is no `__proto__` setter either: every key assigned to it, that one
+ * included, is stored as data.
+ */
+export function nullPrototypeObject<T = Record<string, unknown>>(keyCount = 0): T {
+  return (keyCount <= FAST_OBJECT_KEYS ? Object.setPrototypeOf({}, null) : Object.create(null)) as T;
 }
 
 /** Deepest nesting a state may have; deeper documents are refused (they only come from attacks or bugs). */
@@ -151,8 +160,9 @@ function convert(
     }
     result = items;
   } else {
-    const record = nullPrototypeObject();
-    for (const key of Object.keys(value)) {
+    const keys = Object.keys(value);
+    const record = nullPrototypeObject(keys.length);
+    for (const key of keys) {
       const member = convert((value as Record<string, unknown>)[key], depth + 1, ancestors, resolve);
       // A null-prototype object has no `__proto__` setter: every key, that one included, is plain data.
       if (member !== undefined) record[key] = member;
@@ -169,7 +179,7 @@ function convert(
 export function shallowCopy<T>(container: T): T {
   if (Array.isArray(container)) return container.slice() as T;
   // Object.assign onto a null-prototype target defines every key, `__proto__` included, as data.
-  return Object.assign(nullPrototypeObject(), container) as T;
+  return Object.assign(nullPrototypeObject(Object.keys(container as object).length), container) as T;
 }
 
 /** The member stored under `key` itself, never one inherited from a prototype. */

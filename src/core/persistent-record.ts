@@ -23,7 +23,7 @@ import { adoptImmutable, markImmutable, nullPrototypeObject } from "./immutable-
  */
 
 /** Objects with at least this many keys become records when a step writes them. */
-let threshold = 512;
+let threshold = 32;
 
 /** The size from which a written object becomes a record. */
 export function recordThreshold(): number {
@@ -312,7 +312,7 @@ class Brand extends Stamp {
 }
 
 function plainCopy(content: Content): Record<string, unknown> {
-  const copy = nullPrototypeObject();
+  const copy = nullPrototypeObject(content.size);
   for (const key of contentKeys(content)) copy[key] = (contentGet(content, key) as Entry).value;
   return copy;
 }

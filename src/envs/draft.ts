@@ -11,7 +11,6 @@ import {
   freezeRecord,
   isArrayIndexKey,
   isRecord,
-  isWritableRecord,
   recordPosition,
   recordThreshold,
   writableRecordOf,
@@ -36,25 +35,38 @@ import {
 /** The draft behind a proxy (a symbol lookup misses on every other object at the cost of one property read). */
 const DRAFT = Symbol("terrarium.draft");
 
+type Container = Record<string, unknown> & unknown[];
+
+/** Past this many, a draft's children and written keys are also indexed (a Map, a Set); below, a scan is cheaper. */
+const SCAN_LIMIT = 8;
+
 interface Draft {
-  readonly base: Record<string, unknown> & unknown[];
+  readonly base: Container;
   readonly array: boolean;
   readonly parent: Draft | undefined;
+  /** The key of `base` in the parent's container (unused for the root). */
+  readonly key: string;
   /** Depth of `base` in the document (the root is 0), for the depth limit on what tools write. */
   readonly depth: number;
   readonly scope: DraftScope;
   proxy: object;
   /** The writable copy, made by the first write; undefined while the draft is unchanged. */
-  copy: (Record<string, unknown> & unknown[]) | undefined;
+  copy: Container | undefined;
+  /** Whether `copy` is a writable persistent record (see `persistent-record.ts`). */
+  record: boolean;
   /**
    * `Object.keys(base)`, kept from making a plain copy (objects): the order changes are reported in. A
    * record's copy (see below) has none: its positions give the order.
    */
   baseKeys: string[] | undefined;
-  /** Drafts handed out for members of `base`, by key. */
-  children: Map<string, Draft> | undefined;
-  /** Keys the tool assigned or deleted (objects). */
-  written: Set<string | symbol> | undefined;
+  /** Drafts handed out for members of `base` (each knows its key), in the order they were made. */
+  children: Draft[] | undefined;
+  /** `children` by key, once there are more than SCAN_LIMIT of them. */
+  childIndex: Map<string, Draft> | undefined;
+  /** Keys the tool assigned or deleted (objects), in the order first written. */
+  written: Array<string | symbol> | undefined;
+  /** `written` as a set, once it holds more than SCAN_LIMIT keys. */
+  writtenIndex: Set<string | symbol> | undefined;
   /** The immutable result, once finished. */
   final: unknown;
   finishing: boolean;
@@ -73,15 +85,60 @@ function draftOf(value: unknown): Draft | undefined {
   return (value as { [DRAFT]?: Draft })[DRAFT];
 }
 
+function childAt(draft: Draft, key: string): Draft | undefined {
+  if (draft.childIndex !== undefined) return draft.childIndex.get(key);
+  const children = draft.children;
+  if (children === undefined) return undefined;
+  for (let i = 0; i < children.length; i++) {
+    const child = children[i] as Draft;
+    if (child.key === key) return child;
+  }
+  return undefined;
+}
+
+/** Keeps `child` as the draft of its key (in place of `replaced`, a draft of what the key held before). */
+function keepChild(draft: Draft, child: Draft, replaced: Draft | undefined): void {
+  const children = draft.children;
+  if (children === undefined) {
+    draft.children = [child];
+    return;
+  }
+  if (replaced !== undefined) children[children.indexOf(replaced)] = child;
+  else children.push(child);
+  if (draft.childIndex !== undefined) draft.childIndex.set(child.key, child);
+  else if (children.length > SCAN_LIMIT) draft.childIndex = new Map(children.map((each) => [each.key, each]));
+}
+
+function noteWritten(draft: Draft, key: string | symbol): void {
+  const written = draft.written;
+  if (written === undefined) {
+    draft.written = [key];
+    return;
+  }
+  if (draft.writtenIndex !== undefined) {
+    if (!draft.writtenIndex.has(key)) {
+      draft.writtenIndex.add(key);
+      written.push(key);
+    }
+  } else if (!written.includes(key)) {
+    written.push(key);
+    if (written.length > SCAN_LIMIT) draft.writtenIndex = new Set(written);
+  }
+}
+
+function wasWritten(draft: Draft, key: string): boolean {
+  if (draft.writtenIndex !== undefined) return draft.writtenIndex.has(key);
+  return draft.written?.includes(key) === true;
+}
+
 function childFor(draft: Draft, key: string, value: unknown): unknown {
   if (typeof value !== "object" || value === null) return value;
-  const known = draft.children?.get(key);
+  const known = childAt(draft, key);
   if (known !== undefined && known.base === value) return known.proxy;
   // What the tool stored itself (a fresh value or another draft) is handed back as it is.
   if (!isImmutableJson(value)) return value;
-  const child = createDraft(value as Draft["base"], draft, draft.scope);
-  if (draft.children === undefined) draft.children = new Map();
-  draft.children.set(key, child);
+  const child = createDraft(value as Container, draft, key, draft.scope);
+  keepChild(draft, child, known);
   return child.proxy;
 }
 
@@ -95,37 +152,37 @@ function markChanged(draft: Draft): void {
   let current: Draft | undefined = draft;
   while (current !== undefined && current.copy === undefined) {
     const base = current.base;
-    if (current.array) current.copy = base.slice() as Draft["base"];
-    else if (isRecord(base)) current.copy = writableRecordOf(base) as Draft["base"];
-    else {
+    if (current.array) current.copy = base.slice() as Container;
+    else if (isRecord(base)) {
+      current.copy = writableRecordOf(base) as Container;
+      current.record = true;
+    } else {
       const keys = Object.keys(base);
-      if (keys.length >= recordThreshold()) {
-        const record = writableRecordOf(base, keys);
-        if (record !== undefined) {
-          current.baseKeys = keys;
-          current.copy = record as Draft["base"];
-          current = current.parent;
-          continue;
-        }
-      }
-      const copy = nullPrototypeObject<Draft["base"]>();
-      // A null-prototype object has no `__proto__` setter: every key is stored as data.
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i] as string;
-        copy[key] = base[key];
-      }
+      const record = keys.length >= recordThreshold() ? writableRecordOf(base, keys) : undefined;
       current.baseKeys = keys;
-      current.copy = copy;
+      if (record !== undefined) {
+        current.copy = record as Container;
+        current.record = true;
+      } else {
+        const copy = nullPrototypeObject<Container>(keys.length);
+        // A null-prototype object has no `__proto__` setter: every key is stored as data.
+        for (let i = 0; i < keys.length; i++) {
+          const key = keys[i] as string;
+          copy[key] = base[key];
+        }
+        current.copy = copy;
+      }
     }
     current = current.parent;
   }
 }
 
 /** A plain null-prototype copy of a writable record, symbol keys included. */
-function plainCopyOf(record: Draft["base"]): Draft["base"] {
-  const copy = nullPrototypeObject<Record<string | symbol, unknown>>();
-  for (const key of Reflect.ownKeys(record)) copy[key] = record[key as never];
-  return copy as Draft["base"];
+function plainCopyOf(record: Container): Container {
+  const keys = Reflect.ownKeys(record);
+  const copy = nullPrototypeObject<Record<string | symbol, unknown>>(keys.length);
+  for (const key of keys) copy[key] = record[key as never];
+  return copy as Container;
 }
 
 function store(target: Record<string, unknown>, key: string, value: unknown): void {
@@ -138,30 +195,37 @@ const objectTraps: ProxyHandler<Draft> = {
   get(draft, key) {
     if (key === DRAFT) return draft;
     if (!draft.scope.open) closed();
-    const source = draft.copy ?? draft.base;
     if (typeof key === "symbol") return undefined;
-    return childFor(draft, key, source[key]);
+    return childFor(draft, key, (draft.copy ?? draft.base)[key]);
   },
   set(draft, key, value) {
     if (!draft.scope.open) closed();
-    if (draft.copy === undefined) {
+    let copy = draft.copy;
+    if (copy === undefined) {
       if (typeof key !== "symbol") {
         const current = draft.base[key];
         // Writing back what is there changes nothing (and copies nothing).
         if (Object.is(current, value) && (current !== undefined || Object.hasOwn(draft.base, key)))
           return true;
-        const child = draft.children?.get(key);
-        if (child !== undefined && child.proxy === value && child.base === current) return true;
+        if (typeof value === "object" && value !== null) {
+          const child = childAt(draft, key);
+          if (child !== undefined && child.proxy === value && child.base === current) return true;
+        }
       }
       markChanged(draft);
+      copy = draft.copy as Container;
     }
-    // A record holds no array-index keys (JavaScript lists those first): meeting one, it becomes plain.
-    if (typeof key === "string" && isWritableRecord(draft.copy) && isArrayIndexKey(key))
-      draft.copy = plainCopyOf(draft.copy as Draft["base"]);
-    if (typeof key === "symbol") (draft.copy as unknown as Record<symbol, unknown>)[key] = value;
-    else (draft.copy as Record<string, unknown>)[key] = value;
-    if (draft.written === undefined) draft.written = new Set();
-    draft.written.add(key);
+    if (typeof key === "symbol") (copy as unknown as Record<symbol, unknown>)[key] = value;
+    else {
+      // A record holds no array-index keys (JavaScript lists those first): meeting one, it becomes plain.
+      if (draft.record && isArrayIndexKey(key)) {
+        copy = plainCopyOf(copy);
+        draft.copy = copy;
+        draft.record = false;
+      }
+      (copy as Record<string, unknown>)[key] = value;
+    }
+    noteWritten(draft, key);
     return true;
   },
   deleteProperty(draft, key) {
@@ -169,8 +233,7 @@ const objectTraps: ProxyHandler<Draft> = {
     if (!Object.hasOwn(draft.copy ?? draft.base, key)) return true;
     markChanged(draft);
     delete (draft.copy as Record<string | symbol, unknown>)[key];
-    if (draft.written === undefined) draft.written = new Set();
-    draft.written.add(key);
+    noteWritten(draft, key);
     return true;
   },
   has(draft, key) {
@@ -221,7 +284,7 @@ const arrayTraps: ProxyHandler<[Draft]> = {
     if (draft.copy === undefined) {
       const current = (draft.base as unknown as Record<string | symbol, unknown>)[key];
       if (Object.is(current, value) && Object.hasOwn(draft.base, key)) return true;
-      const child = typeof key === "string" ? draft.children?.get(key) : undefined;
+      const child = typeof key === "string" ? childAt(draft, key) : undefined;
       if (child !== undefined && child.proxy === value && child.base === current) return true;
       markChanged(draft);
     }
@@ -278,22 +341,27 @@ const arrayTraps: ProxyHandler<[Draft]> = {
   },
 };
 
-function createDraft(base: Draft["base"], parent: Draft | undefined, scope: DraftScope): Draft {
+function createDraft(base: Container, parent: Draft | undefined, key: string, scope: DraftScope): Draft {
+  const array = Array.isArray(base);
   const draft: Draft = {
     base,
-    array: Array.isArray(base),
+    array,
     parent,
+    key,
     depth: parent === undefined ? 0 : parent.depth + 1,
     scope,
     proxy: undefined as unknown as object,
     copy: undefined,
+    record: false,
     baseKeys: undefined,
     children: undefined,
+    childIndex: undefined,
     written: undefined,
+    writtenIndex: undefined,
     final: undefined,
     finishing: false,
   };
-  draft.proxy = draft.array ? new Proxy([draft], arrayTraps) : new Proxy(draft, objectTraps);
+  draft.proxy = array ? new Proxy([draft], arrayTraps) : new Proxy(draft, objectTraps);
   return draft;
 }
 
@@ -301,6 +369,21 @@ function createDraft(base: Draft["base"], parent: Draft | undefined, scope: Draf
 function resolveDraft(value: object): unknown {
   const inner = draftOf(value);
   return inner?.scope.open ? finish(inner) : undefined;
+}
+
+/** A member as it will be stored: kept when already immutable, converted (drafts resolved) otherwise. */
+function finalMember(member: unknown, depth: number): unknown {
+  switch (typeof member) {
+    case "string":
+    case "boolean":
+      return member;
+    case "number":
+      if (Number.isFinite(member)) return member;
+      break;
+    case "object":
+      if (member !== null && isImmutableJson(member)) return member;
+  }
+  return toImmutableJsonAt(member, depth, resolveDraft);
 }
 
 /** The immutable value a draft ends as (its base when it was never written). */
@@ -311,8 +394,11 @@ function finish(draft: Draft): unknown {
   if (draft.finishing) throw new TerrariumError("INVALID_INPUT", "the value contains a cycle");
   draft.finishing = true;
   // Members drafted and changed in place take their finished form where they still stand.
-  if (draft.children !== undefined) {
-    for (const [key, child] of draft.children) {
+  const children = draft.children;
+  if (children !== undefined) {
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i] as Draft;
+      const key = child.key;
       if (child.copy !== undefined && copy[key as never] === child.base && Object.hasOwn(copy, key))
         (copy as Record<string, unknown>)[key] = finish(child);
     }
@@ -321,36 +407,49 @@ function finish(draft: Draft): unknown {
   if (draft.array) {
     const items = new Array<unknown>(copy.length);
     for (let i = 0; i < copy.length; i++) {
-      const item = copy[i];
-      const converted =
-        typeof item === "object" && item !== null && isImmutableJson(item)
-          ? item
-          : toImmutableJsonAt(item, draft.depth + 1, resolveDraft);
+      const converted = finalMember(copy[i], draft.depth + 1);
       items[i] = converted === undefined ? null : converted;
     }
-    result = items;
+    result = adoptImmutable(items);
   } else {
     const record = copy as Record<string | symbol, unknown>;
-    if (draft.written !== undefined) {
-      for (const key of draft.written) {
+    const written = draft.written;
+    if (written !== undefined) {
+      for (let i = 0; i < written.length; i++) {
+        const key = written[i] as string | symbol;
         if (typeof key === "symbol") {
           delete record[key];
           continue;
         }
-        if (!Object.hasOwn(record, key)) continue;
         const member = record[key];
-        if (typeof member === "object" && member !== null && isImmutableJson(member)) continue;
-        const converted = toImmutableJsonAt(member, draft.depth + 1, resolveDraft);
+        if (member === undefined && !Object.hasOwn(record, key)) continue;
+        const converted = finalMember(member, draft.depth + 1);
         if (converted === undefined) delete record[key];
-        else record[key] = converted;
+        else if (converted !== member) record[key] = converted;
       }
     }
-    result = isWritableRecord(record) ? freezeRecord(record) : adoptImmutable(record);
+    result = draft.record ? freezeRecord(record) : adoptImmutable(record);
   }
-  if (draft.array) adoptImmutable(result);
   draft.final = result;
   draft.finishing = false;
   return result;
+}
+
+/** `path` + "/" + the key as a JSON Pointer token. */
+function pathTo(path: string, key: string): string {
+  return `${path}/${escapeToken(key)}`;
+}
+
+/** Adds the changes of one member from `was` to `now` (different values) at `at`. */
+function memberChanges(draft: Draft, key: string, was: unknown, now: unknown, at: string, out: JsonChange[]) {
+  if (typeof was !== "object" || was === null || typeof now !== "object" || now === null) {
+    // What diffJson says of two values one of which is not a container (states hold no NaN).
+    out.push({ op: "replace", path: at, before: was, after: now });
+    return;
+  }
+  const child = childAt(draft, key);
+  if (child !== undefined && child.base === was && child.final === now) changesOf(child, now, at, out);
+  else for (const change of diffJson(was, now, at)) out.push(change);
 }
 
 /** JSON Patch-style changes from a draft's base to its finished value, visiting only what it wrote. */
@@ -363,12 +462,33 @@ function changesOf(draft: Draft, after: unknown, path: string, out: JsonChange[]
   }
   const record = after as Record<string, unknown>;
   const touched: string[] = [];
-  if (draft.written !== undefined)
-    for (const key of draft.written) if (typeof key === "string") touched.push(key);
-  if (draft.children !== undefined)
-    for (const [key, child] of draft.children)
-      if (child.copy !== undefined && !draft.written?.has(key)) touched.push(key);
-  const existing: string[] = [];
+  const written = draft.written;
+  if (written !== undefined)
+    for (let i = 0; i < written.length; i++) {
+      const key = written[i];
+      if (typeof key === "string") touched.push(key);
+    }
+  const children = draft.children;
+  if (children !== undefined)
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i] as Draft;
+      if (child.copy !== undefined && !wasWritten(draft, child.key)) touched.push(child.key);
+    }
+  if (touched.length === 1) {
+    // One member changed (the usual step): no orders to compare.
+    const key = touched[0] as string;
+    const at = pathTo(path, key);
+    if (Object.hasOwn(before, key)) {
+      if (!Object.hasOwn(record, key)) out.push({ op: "remove", path: at, before: before[key as never] });
+      else {
+        const was = before[key as never] as unknown;
+        const now = record[key];
+        if (was !== now) memberChanges(draft, key, was, now, at, out);
+      }
+    } else if (Object.hasOwn(record, key)) out.push({ op: "add", path: at, after: record[key] });
+    return;
+  }
+  let existing: string[] = [];
   const added: string[] = [];
   for (const key of touched) {
     if (Object.hasOwn(before, key)) existing.push(key);
@@ -379,24 +499,24 @@ function changesOf(draft: Draft, after: unknown, path: string, out: JsonChange[]
     existing.sort((a, b) => recordPosition(before, a) - recordPosition(before, b));
   else if (existing.length > 1) {
     const keys = draft.baseKeys ?? Object.keys(before);
-    if (keys.length <= 32) existing.sort((a, b) => keys.indexOf(a) - keys.indexOf(b));
-    else {
+    if (keys.length <= 32) {
+      const ordered: string[] = [];
+      for (const key of keys) if (existing.includes(key)) ordered.push(key);
+      existing = ordered;
+    } else {
       const order = new Map(keys.map((key, index) => [key, index]));
       existing.sort((a, b) => (order.get(a) as number) - (order.get(b) as number));
     }
   }
   for (const key of existing) {
-    const at = `${path}/${escapeToken(key)}`;
+    const at = pathTo(path, key);
     if (!Object.hasOwn(record, key)) {
       out.push({ op: "remove", path: at, before: before[key as never] });
       continue;
     }
     const was = before[key as never] as unknown;
     const now = record[key];
-    if (was === now) continue;
-    const child = draft.children?.get(key);
-    if (child !== undefined && child.base === was && child.final === now) changesOf(child, now, at, out);
-    else for (const change of diffJson(was, now, at)) out.push(change);
+    if (was !== now) memberChanges(draft, key, was, now, at, out);
   }
   if (added.length > 1 && isRecord(record))
     added.sort((a, b) => recordPosition(record, a) - recordPosition(record, b));
@@ -405,7 +525,7 @@ function changesOf(draft: Draft, after: unknown, path: string, out: JsonChange[]
     added.length = 0;
     for (const key of Object.keys(record)) if (wanted.has(key)) added.push(key);
   }
-  for (const key of added) out.push({ op: "add", path: `${path}/${escapeToken(key)}`, after: record[key] });
+  for (const key of added) out.push({ op: "add", path: pathTo(path, key), after: record[key] });
 }
 
 /** A draft of one immutable state, for one step. */
@@ -417,7 +537,7 @@ export class StateDraft {
 
   constructor(readonly base: unknown) {
     if (typeof base === "object" && base !== null) {
-      this.root = createDraft(base as Draft["base"], undefined, this.scope);
+      this.root = createDraft(base as Container, undefined, "", this.scope);
       this.state = this.root.proxy;
     } else this.state = base;
   }
