@@ -7,6 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Catalog } from "../src/catalog/index.js";
 import { readDocument } from "../src/catalog/read-document.js";
+import { isoTime, ManualClock } from "../src/core/clock.js";
+import { createIdGenerator } from "../src/core/ids.js";
+import { createRandom } from "../src/core/random.js";
+import { SEEDED_CLOCK_START, ToolFailure, toolImplementation } from "../src/envs/define.js";
 import {
   BUILTIN_ENVIRONMENTS,
   defineSandboxedEnvironment,
@@ -50,6 +54,42 @@ export async function benchEnvs(): Promise<BenchResult> {
     subject: "TypeScript environment (bank.transfer, write)",
     baseline: await stepsPerSecond(plainTransfer),
     measured: await stepsPerSecond(bankStep),
+  });
+  // The same work without the environment's guarantees: the tool's own `run` on a plain mutable copy of
+  // the state, with the context a step gives it (seeded ids, the seeded clock's time, `fail`), and no
+  // validation, draft, freezing, change list or transition record.
+  const transferRun = toolImplementation(bank, "transfer");
+  if (!transferRun) throw new Error("the bank's transfer tool has no implementation to run");
+  const plainInitial = JSON.stringify(await bank.initialState());
+  let plainState = JSON.parse(plainInitial);
+  const random = createRandom(1);
+  const ids = createIdGenerator(random.derive("ids"));
+  const clock = new ManualClock(SEEDED_CLOCK_START, 1000);
+  const context = {
+    state: plainState,
+    args: transfer.arguments,
+    clock,
+    now: () => isoTime(clock.now()),
+    random,
+    ids,
+    fail: (message: string, details?: Record<string, unknown>): never => {
+      throw new ToolFailure(message, details);
+    },
+  };
+  let runs = 0;
+  const runOnPlainState = () => {
+    if (++runs % 100 === 0) {
+      plainState = JSON.parse(plainInitial);
+      context.state = plainState;
+    }
+    return transferRun.run(context);
+  };
+  const bankWrite = rows[rows.length - 1] as (typeof rows)[number];
+  rows.push({
+    subject:
+      "TypeScript environment (bank.transfer, write) vs the tool's own run on a plain mutable state (the same work without the guarantees)",
+    baseline: await stepsPerSecond(runOnPlainState),
+    measured: bankWrite.measured,
   });
   const plainRead = () => plainBank.a.balance;
   const read = { name: "get_account", arguments: { account_id: "ACC-1001" } };
