@@ -15,7 +15,8 @@ export function createIdGenerator(random: Random, length = 12): IdGenerator {
   return {
     next(prefix) {
       let id = "";
-      for (let i = 0; i < length; i++) id += ALPHABET[random.int(0, 31)];
+      // `random.int(0, 31)` without its argument checks: the same draws, so the same ids.
+      for (let i = 0; i < length; i++) id += ALPHABET[Math.floor(random.next() * 32)];
       return prefix ? `${prefix}_${id}` : id;
     },
     uuid() {
