@@ -128,7 +128,8 @@ function play(root: unknown, edits: Edit[]): unknown {
       case "wrap": {
         const other = locate(root, e.at.slice(1));
         if (other !== undefined && other !== node && !Array.isArray(node))
-          record[key] = { inner: other, v: e.value };
+          // A copy, as every other edit stores: the edits run on both drafts and shrinking replays them.
+          record[key] = { inner: other, v: structuredClone(e.value) };
         break;
       }
       case "same":
