@@ -213,28 +213,16 @@ export function createFastPath(options: FastPathOptions): FastPath {
       metrics.observeHttpOk(method, template, (performance.now() - started) / 1000);
       if (traced) endHttpSpan(traced.span, method, template, 200, id);
       // One flat array, in the order the headers always went out (node writes it as it is).
-      response.writeHead(
-        200,
-        closing
-          ? [
-              "content-type",
-              "application/json",
-              "x-request-id",
-              requestId,
-              "Content-Length",
-              String(Buffer.byteLength(answer)),
-              "connection",
-              "close",
-            ]
-          : [
-              "content-type",
-              "application/json",
-              "x-request-id",
-              requestId,
-              "Content-Length",
-              String(Buffer.byteLength(answer)),
-            ],
-      );
+      const headers = [
+        "content-type",
+        "application/json",
+        "x-request-id",
+        requestId,
+        "Content-Length",
+        String(Buffer.byteLength(answer)),
+      ];
+      if (closing) headers.push("connection", "close");
+      response.writeHead(200, headers);
       response.end(answer);
       return;
     }
