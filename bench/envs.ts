@@ -10,7 +10,8 @@ import { readDocument } from "../src/catalog/read-document.js";
 import { isoTime, ManualClock } from "../src/core/clock.js";
 import { createIdGenerator } from "../src/core/ids.js";
 import { createRandom } from "../src/core/random.js";
-import { SEEDED_CLOCK_START, ToolFailure, toolImplementation } from "../src/envs/define.js";
+import { bankDefinition } from "../src/envs/corpus/bank.js";
+import { SEEDED_CLOCK_START, ToolFailure } from "../src/envs/define.js";
 import {
   BUILTIN_ENVIRONMENTS,
   defineSandboxedEnvironment,
@@ -58,7 +59,7 @@ export async function benchEnvs(): Promise<BenchResult> {
   // The same work without the environment's guarantees: the tool's own `run` on a plain mutable copy of
   // the state, with the context a step gives it (seeded ids, the seeded clock's time, `fail`), and no
   // validation, draft, freezing, change list or transition record.
-  const transferRun = toolImplementation(bank, "transfer");
+  const transferRun = bankDefinition.tools.transfer;
   if (!transferRun) throw new Error("the bank's transfer tool has no implementation to run");
   const plainInitial = JSON.stringify(await bank.initialState());
   let plainState = JSON.parse(plainInitial);

@@ -60,20 +60,6 @@ function sharedCompiler(): SchemaCompiler {
   return compiler;
 }
 
-/** The implementations behind each environment `defineEnvironment` made (for benchmarks that run a tool's own code). */
-const implementations = new WeakMap<Environment, EnvironmentDefinition<unknown>>();
-
-/** The implementation of `tool` in an environment made by `defineEnvironment`; undefined for any other. */
-export function toolImplementation(
-  environment: Environment,
-  tool: string,
-): ToolImplementation<unknown> | undefined {
-  const definition = implementations.get(environment);
-  return definition !== undefined && Object.hasOwn(definition.tools, tool)
-    ? definition.tools[tool]
-    : undefined;
-}
-
 /** A guard's rejection, raised by `context.fail`. */
 export class ToolFailure extends Error {
   constructor(
@@ -145,7 +131,6 @@ export function defineEnvironment<S>(definition: EnvironmentDefinition<S>): Envi
       );
     },
   };
-  implementations.set(environment, definition as EnvironmentDefinition<unknown>);
   return environment;
 }
 

@@ -1,4 +1,4 @@
-import { defineEnvironment } from "../define.js";
+import { defineEnvironment, type EnvironmentDefinition } from "../define.js";
 
 interface Account {
   owner: string;
@@ -24,8 +24,8 @@ interface BankState {
   stats: { transfer_count: number; total_moved: number };
 }
 
-/** A small retail bank: accounts, transfers between them, and freezes. */
-export const bank = defineEnvironment<BankState>({
+/** A small retail bank: accounts, transfers between them, and freezes (its definition, whose tools' code the benchmarks also run alone). */
+export const bankDefinition: EnvironmentDefinition<BankState> = {
   name: "bank",
   description: "Retail banking: look up accounts, open and close them, move money between them, freeze them.",
   initialState: {
@@ -157,4 +157,6 @@ export const bank = defineEnvironment<BankState>({
       },
     },
   },
-});
+};
+
+export const bank = defineEnvironment(bankDefinition);
