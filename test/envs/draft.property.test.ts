@@ -206,6 +206,25 @@ function hasRecord(value: unknown): boolean {
   return isRecord(value) || Object.values(value).some(hasRecord);
 }
 
+/**
+ * The edits on a plain mutable copy of the state (no drafts at all), then made immutable: what a draft
+ * stands for. The oracle where immer cannot answer: it trips over its own revoked proxies when a tool's
+ * object holds a draft and is not one immer finalises (its prototype changed), and on cycles.
+ */
+function viaMutableCopy(before: unknown, edits: Edit[]) {
+  // Null-prototype objects, as a state's are: `__proto__` written to them is data, not a prototype.
+  const copy = JSON.parse(JSON.stringify(before) ?? "null", (_key, value) =>
+    isNode(value) && !Array.isArray(value) ? Object.assign(Object.create(null), value) : value,
+  ) as unknown;
+  try {
+    play(copy, edits);
+    const after = toImmutableJson(copy);
+    return { after, changes: diffJson(before, after), envChanges: diffEnvSim(before, after) };
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
 /** The draft path with plain objects only (no records, however large). */
 function viaPlainDraft(before: unknown, edits: Edit[]) {
   const threshold = recordThreshold();
@@ -228,9 +247,10 @@ function check(before: unknown, edits: Edit[], records = false): void {
   const actual = viaDraft(before, edits);
   if (records && "error" in expected && /revoked/.test(String(expected.error)))
     expect(JSON.stringify(actual)).toBe(JSON.stringify(viaPlainDraft(before, edits)));
-  // A cycle fails both (immer trips over its own revoked proxy, the draft names the cycle).
+  // Where immer trips over its revoked proxies, the edits on a plain mutable copy say what is right: a
+  // cycle fails (the draft names it), anything else is the copy's result.
   else if ("error" in expected && /revoked|cycle/.test(String(expected.error)))
-    expect(actual).toEqual({ error: "the value contains a cycle" });
+    expect(JSON.stringify(actual)).toBe(JSON.stringify(viaMutableCopy(before, edits)));
   else expect(JSON.stringify(actual)).toBe(JSON.stringify(expected));
   expect(JSON.stringify(before)).toBe(snapshot);
   if ("after" in actual && "after" in expected) {
