@@ -82,7 +82,10 @@ function closed(): never {
 }
 
 function draftOf(value: unknown): Draft | undefined {
-  return (value as { [DRAFT]?: Draft })[DRAFT];
+  const draft = (value as { [DRAFT]?: Draft })[DRAFT];
+  // Only the proxy itself: an object that merely inherits from one (a tool set its `__proto__` to a
+  // draft) would otherwise be taken for that draft and end as its content.
+  return draft !== undefined && draft.proxy === value ? draft : undefined;
 }
 
 function childAt(draft: Draft, key: string): Draft | undefined {

@@ -100,3 +100,17 @@ describe("the copies a step makes", () => {
     expect(changes.length).toBeGreaterThan(30);
   });
 });
+
+describe("an object a tool makes that inherits from a draft", () => {
+  it("ends as its own members, as JSON reads it, not as the draft it inherits from", () => {
+    const before = toImmutableJson([{}, {}, { a: null }]);
+    const draft = new StateDraft(before);
+    const state = draft.state as Array<Record<string, unknown>>;
+    state[3] = {};
+    // As a tool assigning `__proto__` on its own object does: the new member inherits from state[2]'s draft.
+    Object.setPrototypeOf(state[3], state[2] as object);
+    const { after, changes } = draft.finish();
+    expect(JSON.stringify(after)).toBe('[{},{},{"a":null},{}]');
+    expect(changes).toEqual([{ op: "add", path: "/3", after: {} }]);
+  });
+});
