@@ -132,8 +132,52 @@ function wantedHeaders(raw: string[]): Wanted {
   return found;
 }
 
+/**
+ * The 200 answers of one event-loop turn, written together when the turn ends (`setImmediate`). Under
+ * load the server is the busy side and each client sleeps until its answer arrives: a write that wakes a
+ * sleeping process costs the writer several times what the write itself does (about 46 of the 180 µs of
+ * server CPU a bank transfer took, against 7 µs for the same write by an echo server whose clients are
+ * awake). Written back to back, only the first answer of a turn finds the client asleep. An answer waits
+ * at most for the rest of its turn (work already received), and the drain still counts it until it is out.
+ */
+export class AnswerBatch {
+  private readonly pending: { response: ServerResponse; requestId: string; text: string }[] = [];
+
+  constructor(private readonly drain: Drain | undefined) {}
+
+  add(response: ServerResponse, requestId: string, text: string): void {
+    if (this.pending.push({ response, requestId, text }) === 1) setImmediate(this.flush);
+  }
+
+  /** Writes every pending answer (a bound property: one function for every turn). */
+  private readonly flush = (): void => {
+    // Read at the write: a drain that began during the turn already closes these connections.
+    const closing = this.drain?.isDraining === true;
+    for (const { response, requestId, text } of this.pending.splice(0)) {
+      // One flat array, in the order the headers always went out (node writes it as it is).
+      const headers = [
+        "content-type",
+        "application/json",
+        "x-request-id",
+        requestId,
+        "Content-Length",
+        String(Buffer.byteLength(text)),
+      ];
+      if (closing) headers.push("connection", "close");
+      try {
+        response.writeHead(200, headers);
+        response.end(text);
+      } catch {
+        // Only a client that is gone makes the write fail: nothing to answer, the others still go out.
+        if (!response.headersSent) response.destroy();
+      }
+    }
+  };
+}
+
 export function createFastPath(options: FastPathOptions): FastPath {
   const { engine, metrics, tokens, maxBody, drainLimit, maxDepth } = options;
+  const answers = new AnswerBatch(options.drain);
   const calls: FastRoute = {
     method: "POST",
     path: /^\/sessions\/([A-Za-z0-9_-]{1,200})\/calls$/,
@@ -209,21 +253,9 @@ export function createFastPath(options: FastPathOptions): FastPath {
     }
     metrics.requestsInFlight(-1);
     if (typeof answer === "string") {
-      const closing = options.drain?.isDraining === true;
       metrics.observeHttpOk(method, template, (performance.now() - started) / 1000);
       if (traced) endHttpSpan(traced.span, method, template, 200, id);
-      // One flat array, in the order the headers always went out (node writes it as it is).
-      const headers = [
-        "content-type",
-        "application/json",
-        "x-request-id",
-        requestId,
-        "Content-Length",
-        String(Buffer.byteLength(answer)),
-      ];
-      if (closing) headers.push("connection", "close");
-      response.writeHead(200, headers);
-      response.end(answer);
+      answers.add(response, requestId, answer);
       return;
     }
     const status = answer.status;
