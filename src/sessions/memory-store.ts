@@ -21,6 +21,12 @@ interface Kept {
   reason: Snapshot["reason"];
   state?: unknown;
   changes?: readonly JsonChange[];
+  /**
+   * The history entry whose `result.changes` are this snapshot's changes (a step whose exact changes the
+   * entry records): read from the entry's text when an older snapshot is rebuilt, so a step's changes are
+   * kept once, as text, not a second time as objects the collector must trace and move.
+   */
+  entry?: number;
 }
 
 interface Stored {
@@ -128,7 +134,7 @@ export class MemoryStore implements Store {
     let base = index;
     while ((stored.snapshots[base] as Kept).state === undefined) base--;
     const changes: JsonChange[] = [];
-    for (let i = base + 1; i <= index; i++) changes.push(...((stored.snapshots[i] as Kept).changes ?? []));
+    for (let i = base + 1; i <= index; i++) changes.push(...keptChanges(stored, stored.snapshots[i] as Kept));
     const kept = stored.snapshots[index] as Kept;
     const state = applyChanges((stored.snapshots[base] as Kept).state, changes);
     return { index, at: kept.at, reason: kept.reason, state };
@@ -137,8 +143,9 @@ export class MemoryStore implements Store {
   async snapshots(id: string): Promise<Snapshot[]> {
     const result: Snapshot[] = [];
     let state: unknown;
-    for (const kept of this.get(id).snapshots) {
-      state = kept.state !== undefined ? kept.state : applyChanges(state, kept.changes ?? []);
+    const stored = this.get(id);
+    for (const kept of stored.snapshots) {
+      state = kept.state !== undefined ? kept.state : applyChanges(state, keptChanges(stored, kept));
       result.push({ index: kept.index, at: kept.at, reason: kept.reason, state });
     }
     return result;
@@ -168,6 +175,8 @@ export class MemoryStore implements Store {
         { index: stored.latest.index + 1, at: entry.at, reason: state.reason },
         next,
         changes,
+        // The entry's text holds these very changes (the engine records the changes it stores).
+        changes === entry.result.changes ? full.index : undefined,
       );
     stored.history.push(text);
     stored.lastCall = { index: full.index, at: full.at };
@@ -223,10 +232,13 @@ export class MemoryStore implements Store {
     meta: Omit<Snapshot, "state">,
     state: unknown,
     changes?: readonly JsonChange[],
+    entry?: number,
   ): void {
     const measured = changes === undefined ? undefined : measureChanges(changes);
     if (measured !== undefined && stored.chain.bytes + measured.bytes <= stored.chain.limit) {
-      stored.snapshots.push({ ...meta, changes: (changes ?? []).map(keptChange) });
+      stored.snapshots.push(
+        entry !== undefined ? { ...meta, entry } : { ...meta, changes: (changes ?? []).map(keptChange) },
+      );
       stored.chain.length++;
       stored.chain.bytes += measured.bytes;
       stored.stateSize = Math.max(0, stored.stateSize + measured.growth);
@@ -248,6 +260,13 @@ export class MemoryStore implements Store {
     if (!stored) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
     return stored;
   }
+}
+
+/** A kept snapshot's changes from the one before: its own, or those its history entry records. */
+function keptChanges(stored: Stored, kept: Kept): readonly JsonChange[] {
+  if (kept.entry === undefined) return kept.changes ?? [];
+  const text = stored.history[kept.entry] as string;
+  return (JSON.parse(text) as HistoryEntry).result.changes as JsonChange[];
 }
 
 /**

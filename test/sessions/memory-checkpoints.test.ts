@@ -9,7 +9,10 @@ import { MemoryStore } from "../../src/sessions/index.js";
  * snapshots still read back exactly.
  */
 interface Internals {
-  sessions: Map<string, { stateSize: number; snapshots: Array<{ state?: unknown }> }>;
+  sessions: Map<
+    string,
+    { stateSize: number; snapshots: Array<{ state?: unknown; changes?: unknown[]; entry?: number }> }
+  >;
 }
 
 /** The same rough JSON size the store counts, by a walk of the whole state. */
@@ -78,5 +81,39 @@ describe("memory store checkpoints", () => {
     expect(stored()).toBe(walkedSize(big));
     await store.appendSnapshot("s", { b: "two" }, "set", "2025-01-01T00:00:02.000Z");
     expect(stored()).toBe(walkedSize({ b: "two" }));
+  });
+
+  it("keeps a step's changes once, in its history entry, and rebuilds older snapshots from them", async () => {
+    const store = new MemoryStore();
+    await store.createSession(record, { n: 0, log: {} });
+    const states: unknown[] = [{ n: 0, log: {} }];
+    let log: Record<string, unknown> = {};
+    for (let i = 1; i <= 40; i++) {
+      log = { ...log, [`k${i}`]: { at: i } };
+      const state = { n: i, log };
+      const changes: JsonChange[] = [
+        { op: "replace", path: "/n", before: i - 1, after: i },
+        { op: "add", path: `/log/k${i}`, after: { at: i } },
+      ];
+      // Odd steps record the very changes they store; even ones record a copy (kept on their own).
+      const recorded = i % 2 === 1 ? changes : changes.map((change) => ({ ...change }));
+      await store.appendStep("s", entry(recorded), { state, reason: "step", changes });
+      // The caller may reuse its objects afterwards: nothing kept may change with them.
+      changes.length = 0;
+      recorded.length = 0;
+      states.push(state);
+    }
+    const kept = (store as unknown as Internals).sessions.get("s")?.snapshots ?? [];
+    const chained = kept.filter((snapshot) => snapshot.state === undefined);
+    expect(chained.length).toBeGreaterThan(10);
+    for (const snapshot of chained) {
+      if (snapshot.entry !== undefined) expect(snapshot.changes).toBeUndefined();
+      else expect(snapshot.changes?.length).toBe(2);
+    }
+    expect(chained.some((snapshot) => snapshot.entry !== undefined)).toBe(true);
+    expect(chained.some((snapshot) => snapshot.entry === undefined)).toBe(true);
+    for (let index = 0; index <= 40; index++)
+      expect((await store.snapshot("s", index))?.state).toEqual(states[index]);
+    expect((await store.snapshots("s")).map((snapshot) => snapshot.state)).toEqual(states);
   });
 });
