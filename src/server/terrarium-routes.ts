@@ -410,6 +410,18 @@ export async function sessionState(engine: Engine, owner: string | undefined, id
   return engine.state((await ownedSession(engine, owner, id)).id);
 }
 
+/** Refuses a session that is not the caller's as unknown, from the engine's kept owners (no record read). */
+async function checkOwner(
+  engine: Engine,
+  owner: string | undefined,
+  id: string | undefined,
+): Promise<string> {
+  const found = id ? await engine.sessionOwner(id) : undefined;
+  if (!id || !found || found.owner !== owner)
+    throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+  return id;
+}
+
 /**
  * POST /sessions/{id}/calls once its body is read: the caller's session (others' look missing), the body
  * `{name, arguments}`, the engine's outcome. The route and the server's fast path (fast-path.ts) both
@@ -421,11 +433,12 @@ export async function sessionCall(
   id: string | undefined,
   read: BodyText,
 ): Promise<CallOutcome> {
-  const record = await ownedSession(engine, owner, id);
+  const session = await checkOwner(engine, owner, id);
   const body = parseBodyObject(read);
   if (typeof body.name !== "string")
     throw new TerrariumError("INVALID_INPUT", 'the body must be {"name": string, "arguments": object}');
-  return engine.call(record.id, { name: body.name, arguments: body.arguments ?? {} });
+  // The engine checks the owner again at its own read of the session (a kept owner may be stale).
+  return engine.call(session, { name: body.name, arguments: body.arguments ?? {} }, { owner });
 }
 
 const POLICY_KEYS = ["read", "write", "unknown", "default"];

@@ -9,6 +9,7 @@ import { DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_RESULT_BYTES, formatSize } from "..
 import { parsePointer } from "../core/json-pointer.js";
 import { createRandom, unseededRandom } from "../core/random.js";
 import { SEEDED_CLOCK_START } from "../envs/define.js";
+import { Lru } from "../sessions/lru.js";
 import { MemoryStore } from "../sessions/memory-store.js";
 import {
   type HistoryEntry,
@@ -32,6 +33,8 @@ import type { SimulationResult, Simulator, SimulatorName } from "./types.js";
 
 /** How many recent calls simulators are shown. */
 const HISTORY_WINDOW = 32;
+/** How many sessions' owners an engine keeps (a few hundred bytes each). */
+const OWNERS_KEPT = 4096;
 
 /** The longest history a replay runs, unless configured otherwise. */
 export const DEFAULT_MAX_REPLAY_STEPS = 10_000;
@@ -135,6 +138,8 @@ export class Engine {
   private readonly maxReplaySteps: number;
   /** States from outside already found shallow enough (the initial state, given to every new session). */
   private readonly admitted = new WeakSet<object>();
+  /** Owners of sessions read before (see `sessionOwner`): a record is then not read again per request. */
+  private readonly owners = new Lru<string, { owner: string | undefined }>(OWNERS_KEPT);
 
   constructor(private readonly options: EngineOptions) {
     // Below 16 the export's own wrapping leaves no room; above 4096 nothing JSON can hold (states stop at 512).
@@ -270,12 +275,38 @@ export class Engine {
 
   async deleteSession(id: string): Promise<boolean> {
     this.forget(id);
+    this.owners.delete(id);
     return this.store.deleteSession(id);
   }
 
-  /** One simulated call. */
-  call(id: string, request: { name: string; arguments?: unknown }): Promise<CallOutcome> {
-    return this.serial(id, () => this.callNow(id, request));
+  /**
+   * Whose session `id` is (`{owner: undefined}` for one without an owner), undefined when there is none:
+   * the check a server makes before every request on a session. A session's owner never changes, so an
+   * answer once read is kept (a few thousand, least recently used first out) and the record is not read
+   * again, which for a store over the network is a round trip per call. A kept answer can be stale only
+   * for a session deleted since (here or by another replica); `call` with `options.owner` then refuses it
+   * at its own read of the session, under the session's lock.
+   */
+  async sessionOwner(id: string): Promise<{ owner: string | undefined } | undefined> {
+    const known = this.owners.get(id);
+    if (known) return known;
+    const record = await this.store.getSession(id);
+    if (!record) return undefined;
+    const found = { owner: record.owner };
+    this.owners.set(id, found);
+    return found;
+  }
+
+  /**
+   * One simulated call. With `options.owner` (the caller, undefined for an open server's), a session that
+   * is not the caller's is refused as unknown, checked at the call's own read of the session.
+   */
+  call(
+    id: string,
+    request: { name: string; arguments?: unknown },
+    options?: { owner: string | undefined },
+  ): Promise<CallOutcome> {
+    return this.serial(id, () => this.callNow(id, request, this.policy, options));
   }
 
   /**
@@ -380,12 +411,17 @@ export class Engine {
     id: string,
     request: { name: string; arguments?: unknown },
     policy: SimulatorPolicy = this.policy,
+    expected?: { owner: string | undefined },
   ): Promise<CallOutcome> {
     // Arguments are stored with the call: ones too deep to export are refused before anything is recorded.
     this.checkArguments(request.arguments);
     // The session, its latest state and where its history ends, read together (one round trip for a store
     // over the network); nothing here grows with the session's history.
     const { record: session, snapshot, lastCall } = await this.head(id);
+    if (expected && session.owner !== expected.owner) {
+      this.owners.delete(id);
+      throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    }
     const callCount = lastCall ? lastCall.index + 1 : 0;
     const at = this.timeAfter(snapshot.at, lastCall?.at);
     const recorded = { name: request.name, arguments: request.arguments ?? {} };
