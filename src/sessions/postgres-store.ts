@@ -293,6 +293,10 @@ export class PostgresStore implements Store {
   private waitersProbedAt = Number.NEGATIVE_INFINITY;
   /** Sessions whose lock this replica keeps between calls (oldest first), with their connection. */
   private readonly leases = new Map<string, Lease>();
+  /** Sessions whose lock a call of this replica holds right now (kept ones are in `leases`). */
+  private readonly holding = new Map<string, HeldLock>();
+  /** Sessions a `deleteSession` here waits to lock: their calls let the lock go rather than keep it. */
+  private readonly deleting = new Map<string, number>();
   /** Whether the hot path's functions are in the database (set once migrated). */
   private fast = false;
   private readonly watchers = new Set<(event: StoreEvent) => void>();
@@ -403,10 +407,53 @@ export class PostgresStore implements Store {
     const started = performance.now();
     const { client, held } = this.takeLease(id) ?? (await this.lock(id));
     this.emit({ type: "lock-wait", seconds: (performance.now() - started) / 1000 });
+    this.holding.set(id, held);
     try {
       return await heldLocks.run(held, run);
     } finally {
+      if (this.holding.get(id) === held) this.holding.delete(id);
       this.release(held, client);
+    }
+  }
+
+  /**
+   * The session's record as read under its lock, when this replica holds that lock now (a call of its
+   * own runs under it, or it is kept between calls) and the lock's read confirmed it: nobody else can
+   * delete or replace the session meanwhile (`deleteSession` takes the lock too), so it is the
+   * database's answer without asking it. Undefined otherwise.
+   */
+  private lockedRecord(id: string): string | undefined {
+    const held = this.holding.get(id) ?? this.leases.get(id)?.held;
+    if (!held || held.lost || held.unlocked || this.closed) return undefined;
+    const prefetch = held.prefetch;
+    if (prefetch?.seq === undefined || prefetch.record === undefined) return undefined;
+    return this.records.get(id)?.seq === prefetch.seq ? prefetch.record : undefined;
+  }
+
+  /**
+   * Runs `run` holding session `id`'s lock (on a connection of the lock pool, given back after), unless
+   * the current call already holds it. A lock this replica keeps on the session is let go first, and a
+   * call of its own running on it lets it go when done (see `deleting`).
+   */
+  private async underLock<T>(id: string, run: () => Promise<T>): Promise<T> {
+    if (this.heldFor(id)) return run();
+    this.dropLease(this.leases.get(id));
+    if (this.spareLockConnections() === 0) this.dropLease(this.leases.values().next().value);
+    const client = await this.connect(this.locks);
+    try {
+      await client.query({ name: "terrarium_lock", text: LOCK_SQL, values: [id] });
+    } catch (error) {
+      // A connection that failed is destroyed: closing it releases whatever lock it still held.
+      client.release(asError(error));
+      throw error;
+    }
+    try {
+      return await run();
+    } finally {
+      void client.query({ name: "terrarium_unlock", text: UNLOCK_SQL, values: [id] }).then(
+        () => client.release(),
+        (error: unknown) => client.release(asError(error)),
+      );
     }
   }
 
@@ -465,6 +512,7 @@ export class PostgresStore implements Store {
       !held.lost &&
       held.prefetch?.fresh === true &&
       !held.wanted &&
+      !this.deleting.has(held.id) &&
       // Held this long without a break, it is let go whatever happens (a replica waiting for the session
       // is seen at the next write and gets its turn then; this is the backstop).
       performance.now() - (held.since ?? 0) < 40 * this.leaseMs &&
@@ -636,6 +684,9 @@ export class PostgresStore implements Store {
     const prefetch = this.heldFor(id)?.prefetch;
     if (prefetch)
       return prefetch.record === undefined ? undefined : (JSON.parse(prefetch.record) as SessionRecord);
+    // A lock this replica holds on the session (the call before this one's, or a kept one): no round trip.
+    const locked = this.lockedRecord(id);
+    if (locked !== undefined) return JSON.parse(locked) as SessionRecord;
     return this.guard("getSession", async () => {
       const text = await storedRecord(this.pool, id);
       return text === undefined ? undefined : (JSON.parse(text) as SessionRecord);
@@ -672,20 +723,36 @@ export class PostgresStore implements Store {
   async deleteSession(id: string): Promise<boolean> {
     this.dropLease(this.leases.get(id));
     this.forgetSession(id);
-    const { deleted, hashes } = await this.guard("deleteSession", () =>
-      this.transaction(
-        async (db) => {
-          const found = await db.query<{ checkpoint: string }>(
-            "SELECT DISTINCT checkpoint FROM terrarium_snapshots WHERE session = $1 AND checkpoint IS NOT NULL",
-            [id],
-          );
-          // Snapshots and history go with the session (ON DELETE CASCADE).
-          const result = await db.query("DELETE FROM terrarium_sessions WHERE id = $1", [id]);
-          return { deleted: (result.rowCount ?? 0) > 0, hashes: found.rows.map((row) => row.checkpoint) };
-        },
-        async (db) => (await storedRecord(db, id)) === undefined,
-      ),
-    );
+    // Under the session's lock, as every writer of a session: a replica holding the lock (in a call, or
+    // kept) may then trust what it read under it, the record included (`lockedRecord`).
+    this.deleting.set(id, (this.deleting.get(id) ?? 0) + 1);
+    let result: { deleted: boolean; hashes: string[] };
+    try {
+      result = await this.guard("deleteSession", () =>
+        this.underLock(id, () =>
+          this.transaction(
+            async (db) => {
+              const found = await db.query<{ checkpoint: string }>(
+                "SELECT DISTINCT checkpoint FROM terrarium_snapshots WHERE session = $1 AND checkpoint IS NOT NULL",
+                [id],
+              );
+              // Snapshots and history go with the session (ON DELETE CASCADE).
+              const result = await db.query("DELETE FROM terrarium_sessions WHERE id = $1", [id]);
+              return {
+                deleted: (result.rowCount ?? 0) > 0,
+                hashes: found.rows.map((row) => row.checkpoint),
+              };
+            },
+            async (db) => (await storedRecord(db, id)) === undefined,
+          ),
+        ),
+      );
+    } finally {
+      const left = (this.deleting.get(id) ?? 1) - 1;
+      if (left > 0) this.deleting.set(id, left);
+      else this.deleting.delete(id);
+    }
+    const { deleted, hashes } = result;
     this.forgetSession(id);
     // States no snapshot uses any more, freed one by one and at best effort: a session created meanwhile
     // from the same state holds a key lock on it, and the foreign key then keeps the row.
