@@ -225,6 +225,14 @@ function viaMutableCopy(before: unknown, edits: Edit[]) {
   }
 }
 
+/**
+ * Whether the edits may give an ordinary object (one the tool made) a container as its prototype: a move
+ * or wrap stores a container, and `__proto__` is among the keys an empty object is given.
+ */
+function prototypeWritten(edits: Edit[]): boolean {
+  return edits.some((e) => (e.kind === "move" || e.kind === "wrap") && e.key % 4 === 2);
+}
+
 /** The draft path with plain objects only (no records, however large). */
 function viaPlainDraft(before: unknown, edits: Edit[]) {
   const threshold = recordThreshold();
@@ -248,10 +256,17 @@ function check(before: unknown, edits: Edit[], records = false): void {
   if (records && "error" in expected && /revoked/.test(String(expected.error)))
     expect(JSON.stringify(actual)).toBe(JSON.stringify(viaPlainDraft(before, edits)));
   // Where immer trips over its revoked proxies, the edits on a plain mutable copy say what is right: a
-  // cycle fails (the draft names it), anything else is the copy's result.
+  // cycle fails (the draft names it), anything else is the copy's result. The copy also decides where
+  // immer answers but JavaScript disagrees: a tool object given a draft as its prototype (`__proto__`
+  // written on an ordinary object) has no own members, so JSON writes it as {}, while immer's result
+  // holds the prototype's members (seed -1687127878 of the records case found one).
   else if ("error" in expected && /revoked|cycle/.test(String(expected.error)))
     expect(JSON.stringify(actual)).toBe(JSON.stringify(viaMutableCopy(before, edits)));
-  else expect(JSON.stringify(actual)).toBe(JSON.stringify(expected));
+  else if (!("error" in expected) && prototypeWritten(edits)) {
+    const truth = JSON.stringify(viaMutableCopy(before, edits));
+    const reference = JSON.stringify(expected);
+    expect(JSON.stringify(actual)).toBe(reference === truth ? reference : truth);
+  } else expect(JSON.stringify(actual)).toBe(JSON.stringify(expected));
   expect(JSON.stringify(before)).toBe(snapshot);
   if ("after" in actual && "after" in expected) {
     if (isNode(actual.after)) expect(isImmutableState(actual.after)).toBe(true);
