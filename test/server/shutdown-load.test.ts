@@ -149,16 +149,22 @@ describe("SIGTERM under load", () => {
           expect(answer.headers?.["retry-after"]).toBeDefined();
         }
       }
-      // The queued calls were in flight: they finish. The late ones arrived after SIGTERM: refused.
+      // The queued calls were in flight: they finish. The late ones wait in the kernel while SIGTERM is
+      // pending: once the server goes on, its event loop may take a connection's request before the signal
+      // (both were ready at the same moment). Such a call was in flight when the drain began, so it
+      // finishes with 200; the log must then count it as in flight, not as refused.
       const statuses = (list: Outcome[]) => list.map((answer) => answer.status);
       expect(statuses(answers.slice(0, QUEUED))).toEqual(Array(QUEUED).fill(200));
-      expect(statuses(answers.slice(QUEUED))).toEqual(Array(LATE).fill(503));
+      const lateServed = answers.slice(QUEUED).filter((answer) => answer.status === 200).length;
+      const lateRefused = LATE - lateServed;
+      // Nearly always none; never most of them (the signal is handled within a turn or two of the loop).
+      expect(lateRefused).toBeGreaterThan(LATE / 2);
 
       expect(await run.exit).toBe(0);
       const log = run.stderr();
       // Some queued calls may finish between the freeze and the signal: the log counts what was left.
       const started = new RegExp(
-        `terrarium: SIGTERM: no new connections; (\\d+) request\\(s\\) in flight, waiting up to 120s; ${LATE} request\\(s\\) that arrived meanwhile get 503 SHUTTING_DOWN\n`,
+        `terrarium: SIGTERM: no new connections; (\\d+) request\\(s\\) in flight, waiting up to 120s; ${lateRefused} request\\(s\\) that arrived meanwhile get 503 SHUTTING_DOWN\n`,
       ).exec(log);
       const drained =
         /terrarium: drained: (\d+) request\(s\) answered, (\d+) refused with 503 SHUTTING_DOWN, 0 cut off at the drain timeout, 0 lost by their clients; \d+ idle connection\(s\) closed\n/.exec(
@@ -170,11 +176,11 @@ describe("SIGTERM under load", () => {
       const answered = Number(drained?.[1]);
       expect(inFlightAtStart).toBeGreaterThan(0);
       expect(inFlightAtStart).toBeLessThanOrEqual(answered);
-      expect(answered).toBeLessThanOrEqual(QUEUED);
-      expect(Number(drained?.[2])).toBe(LATE);
+      expect(answered).toBeLessThanOrEqual(QUEUED + lateServed);
+      expect(Number(drained?.[2])).toBe(lateRefused);
       expect(log).toContain("terrarium: stopped\n");
-      // Every queued call reached the model; none of the late ones did.
-      expect(llm.requests.length).toBe(QUEUED);
+      // Every queued call reached the model; of the late ones, only those served did.
+      expect(llm.requests.length).toBe(QUEUED + lateServed);
     } finally {
       if (frozen) process.kill(pid, "SIGCONT");
       if (run.child.exitCode === null) run.child.kill("SIGKILL");
