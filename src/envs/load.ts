@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import { isPlainObject } from "../catalog/json-schema.js";
 import { readDocument } from "../catalog/read-document.js";
 import { TerrariumError } from "../core/errors.js";
+import { typeScriptLoader } from "../core/typescript-loader.js";
 import { BUILTIN_ENVIRONMENTS } from "./corpus/index.js";
 import { loadPythonEnvironment } from "./python/environment.js";
 import type { Environment } from "./types.js";
@@ -51,23 +52,6 @@ export async function loadEnvironment(reference: string): Promise<Environment> {
       where: { file: reference, pointer: "/kind" },
     },
   );
-}
-
-let registering: Promise<void> | undefined;
-
-/**
- * Makes `import()` load TypeScript, so users need no build step for their environments. Running from
- * source (tsx, vitest) it already does; the built CLI registers tsx's loader for the process, once. Not
- * tsx's `tsImport`: its loader is namespaced, which gives the module a private copy of every module it
- * imports, terrarium's own included, and the engine then fails to recognise the states that copy makes
- * as immutable (a private brand each), converting the whole state again at every step.
- */
-function typeScriptLoader(): Promise<void> {
-  if (!import.meta.url.endsWith(".js")) return Promise.resolve();
-  registering ??= import("tsx/esm/api").then(({ register }) => {
-    register();
-  });
-  return registering;
 }
 
 async function loadModule(file: string): Promise<Environment> {

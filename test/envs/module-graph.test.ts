@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { isImmutableJson } from "../../src/core/immutable-json.js";
 import { loadEnvironment } from "../../src/envs/index.js";
+import { loadModuleAgent } from "../../src/users/agents/module.js";
 
 /**
  * A TypeScript environment file loads into the running process's own module graph: the states it makes
@@ -46,5 +47,29 @@ describe("a TypeScript environment module", () => {
     expect(transition.after).toEqual({ count: 1, log: { n1: 1 } });
     expect(isImmutableJson(transition.after)).toBe(true);
     expect(isImmutableJson(await instance.state())).toBe(true);
+  });
+});
+
+describe("a TypeScript agent module", () => {
+  it("loads into the same module graph (what it imports from terrarium is the process's own)", async () => {
+    const immutable = pathToFileURL(
+      join(import.meta.dirname, "..", "..", "src", "core", "immutable-json.ts"),
+    ).href;
+    const file = join(dir, "agent.ts");
+    writeFileSync(
+      file,
+      `import { isImmutableJson } from ${JSON.stringify(immutable)};
+const probe = (globalThis as Record<string, unknown>).terrariumModuleGraphProbe;
+export default (input: { message: string }): string => \`\${input.message}: \${isImmutableJson === probe}\`;
+`,
+    );
+    (globalThis as Record<string, unknown>).terrariumModuleGraphProbe = isImmutableJson;
+    try {
+      const agent = await loadModuleAgent(file, "default");
+      // The very function this test imported, not a private copy's.
+      expect(await agent({ message: "same" } as never)).toBe("same: true");
+    } finally {
+      delete (globalThis as Record<string, unknown>).terrariumModuleGraphProbe;
+    }
   });
 });

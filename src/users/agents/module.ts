@@ -3,6 +3,7 @@ import { extname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isPlainObject } from "../../catalog/json-schema.js";
 import { TerrariumError } from "../../core/errors.js";
+import { typeScriptLoader } from "../../core/typescript-loader.js";
 import type { AgentReply, AgentToolCallRecord, ConversationMessage, TokenCount } from "../conversation.js";
 import type { Scenario } from "../scenario/index.js";
 import { agentError, capText, runSessionId } from "./shared.js";
@@ -60,10 +61,9 @@ export async function loadModuleAgent(
   let module: Record<string, unknown>;
   try {
     const url = pathToFileURL(file).href;
-    if (extension === ".ts" || extension === ".mts") {
-      const { tsImport } = await import("tsx/esm/api");
-      module = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
-    } else module = (await import(url)) as Record<string, unknown>;
+    // Into the process's own module graph (see typeScriptLoader), as environments load.
+    if (extension === ".ts" || extension === ".mts") await typeScriptLoader();
+    module = (await import(url)) as Record<string, unknown>;
   } catch (error) {
     throw new TerrariumError("INVALID_INPUT", `cannot load the agent module: ${(error as Error).message}`, {
       where: { file },
