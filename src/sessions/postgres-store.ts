@@ -1102,7 +1102,21 @@ export class PostgresStore implements Store {
       const { rows } = await this.pool.query({
         name: probe ? "terrarium_steps_v2" : "terrarium_steps_quiet_v2",
         text: probe ? STEPS_SQL : STEPS_QUIET_SQL,
-        values: Object.values(columns),
+        // The texts (JSON above all, full of quotes) go as binary arrays: nothing to escape here, nothing
+        // to unescape in the server. The numbers stay text.
+        values: [
+          binaryTextArray(columns.session),
+          columns.seq,
+          columns.entryIdx,
+          binaryTextArray(columns.entry),
+          columns.snapIdx,
+          binaryTextArray(columns.at),
+          binaryTextArray(columns.reason),
+          binaryTextArray(columns.hash),
+          columns.size,
+          binaryTextArray(columns.state),
+          binaryTextArray(columns.changes),
+        ],
         rowMode: "array",
       } as QueryConfig);
       const row = rows[0] as unknown as [string[] | null, string[] | null] | undefined;
@@ -1990,6 +2004,44 @@ interface StepPlan {
     /** The chain once this snapshot is written. */
     chain: Chain;
   };
+}
+
+/** The type OID of `text` in Postgres's catalogs (fixed: a built-in type). */
+const TEXT_OID = 25;
+
+/**
+ * A `text[]` parameter in Postgres's binary array format (what `array_send` writes: dimensions, a null
+ * flag, the element type, the length and lower bound, then each element's length and bytes, -1 for
+ * NULL). pg sends a Buffer parameter as binary, so nothing is escaped here (an array literal doubles the
+ * backslash or quote before every quote of a JSON text) and the server copies the bytes instead of
+ * parsing a literal; the encoding is still checked there, as for text.
+ */
+export function binaryTextArray(values: ReadonlyArray<string | null>): Buffer {
+  const lengths = new Array<number>(values.length);
+  let size = values.length === 0 ? 12 : 20;
+  let nulls = 0;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    const length = value === null || value === undefined ? -1 : Buffer.byteLength(value);
+    if (length < 0) nulls = 1;
+    lengths[i] = length;
+    size += 4 + Math.max(0, length);
+  }
+  const out = Buffer.allocUnsafe(size);
+  out.writeInt32BE(values.length === 0 ? 0 : 1, 0);
+  out.writeInt32BE(nulls, 4);
+  out.writeInt32BE(TEXT_OID, 8);
+  if (values.length === 0) return out;
+  out.writeInt32BE(values.length, 12);
+  out.writeInt32BE(1, 16);
+  let at = 20;
+  for (let i = 0; i < values.length; i++) {
+    const length = lengths[i] as number;
+    out.writeInt32BE(length, at);
+    at += 4;
+    if (length > 0) at += out.write(values[i] as string, at, "utf8");
+  }
+  return out;
 }
 
 function parseEntry(text: string): HistoryEntry {
