@@ -21,13 +21,14 @@ interface Kept {
   reason: Snapshot["reason"];
   state?: unknown;
   changes?: readonly JsonChange[];
-  /**
-   * The history entry whose `result.changes` are this snapshot's changes (a step whose exact changes the
-   * entry records): read from the entry's text when an older snapshot is rebuilt, so a step's changes are
-   * kept once, as text, not a second time as objects the collector must trace and move.
-   */
-  entry?: number;
 }
+
+/**
+ * A step's snapshot kept as the index of its history entry, whose text holds its time and its exact
+ * changes (`result.changes`): a step's changes are kept once, as text, and the snapshot costs the
+ * collector no object of its own. Read back as a `Kept` (`keptAt`) when an older snapshot is rebuilt.
+ */
+type KeptStep = number;
 
 interface Stored {
   /** The record as JSON text: parsing a small text is cheaper than a structured clone. */
@@ -35,7 +36,7 @@ interface Stored {
   /** The record as an immutable tree, made at the first `head`: the engine reads it before every call. */
   head: SessionRecord | undefined;
   owner: string | undefined;
-  snapshots: Kept[];
+  snapshots: Array<Kept | KeptStep>;
   /** The latest snapshot, whole: what every call reads. */
   latest: Snapshot;
   /** History entries as JSON text (written once, parsed when read: most are never read again). */
@@ -97,12 +98,12 @@ export class MemoryStore implements Store {
     const stored = this.get(id);
     // Frozen and shared from call to call: the head is the engine's own read, never handed out.
     stored.head ??= toImmutableJson(JSON.parse(stored.record)) as SessionRecord;
-    return {
-      record: stored.head,
-      // Through latestSnapshot, so a subclass that watches reads sees this one.
-      snapshot: await this.latestSnapshot(id),
-      ...(stored.lastCall ? { lastCall: { ...stored.lastCall } } : {}),
-    };
+    // Through latestSnapshot, so a subclass that watches reads sees this one.
+    const snapshot = await this.latestSnapshot(id);
+    // The kept last call as it is: it is replaced, never changed, and the head is the engine's own read.
+    return stored.lastCall
+      ? { record: stored.head, snapshot, lastCall: stored.lastCall }
+      : { record: stored.head, snapshot };
   }
 
   async listSessions(owner?: string): Promise<SessionRecord[]> {
@@ -132,10 +133,11 @@ export class MemoryStore implements Store {
     if (index === stored.latest.index) return { ...stored.latest };
     // Back to the nearest checkpoint, then its changes forward in one pass (each container copied once).
     let base = index;
-    while ((stored.snapshots[base] as Kept).state === undefined) base--;
+    while (typeof stored.snapshots[base] === "number" || (stored.snapshots[base] as Kept).state === undefined)
+      base--;
     const changes: JsonChange[] = [];
-    for (let i = base + 1; i <= index; i++) changes.push(...keptChanges(stored, stored.snapshots[i] as Kept));
-    const kept = stored.snapshots[index] as Kept;
+    for (let i = base + 1; i <= index; i++) changes.push(...(keptAt(stored, i).changes ?? []));
+    const kept = keptAt(stored, index);
     const state = applyChanges((stored.snapshots[base] as Kept).state, changes);
     return { index, at: kept.at, reason: kept.reason, state };
   }
@@ -144,8 +146,9 @@ export class MemoryStore implements Store {
     const result: Snapshot[] = [];
     let state: unknown;
     const stored = this.get(id);
-    for (const kept of stored.snapshots) {
-      state = kept.state !== undefined ? kept.state : applyChanges(state, keptChanges(stored, kept));
+    for (let i = 0; i < stored.snapshots.length; i++) {
+      const kept = keptAt(stored, i);
+      state = kept.state !== undefined ? kept.state : applyChanges(state, kept.changes ?? []);
       result.push({ index: kept.index, at: kept.at, reason: kept.reason, state });
     }
     return result;
@@ -237,7 +240,9 @@ export class MemoryStore implements Store {
     const measured = changes === undefined ? undefined : measureChanges(changes);
     if (measured !== undefined && stored.chain.bytes + measured.bytes <= stored.chain.limit) {
       stored.snapshots.push(
-        entry !== undefined ? { ...meta, entry } : { ...meta, changes: (changes ?? []).map(keptChange) },
+        entry !== undefined && meta.reason === "step"
+          ? entry
+          : { ...meta, changes: (changes ?? []).map(keptChange) },
       );
       stored.chain.length++;
       stored.chain.bytes += measured.bytes;
@@ -262,11 +267,12 @@ export class MemoryStore implements Store {
   }
 }
 
-/** A kept snapshot's changes from the one before: its own, or those its history entry records. */
-function keptChanges(stored: Stored, kept: Kept): readonly JsonChange[] {
-  if (kept.entry === undefined) return kept.changes ?? [];
-  const text = stored.history[kept.entry] as string;
-  return (JSON.parse(text) as HistoryEntry).result.changes as JsonChange[];
+/** Snapshot `index` as kept: a `KeptStep` read back from its history entry. */
+function keptAt(stored: Stored, index: number): Kept {
+  const kept = stored.snapshots[index] as Kept | KeptStep;
+  if (typeof kept !== "number") return kept;
+  const entry = JSON.parse(stored.history[kept] as string) as HistoryEntry;
+  return { index, at: entry.at, reason: "step", changes: entry.result.changes as JsonChange[] };
 }
 
 /**
