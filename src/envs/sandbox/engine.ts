@@ -239,10 +239,22 @@ export class SandboxEngine {
   /** Puts the memory at a tool image's snapshot (undefined: the base snapshot), unless it is there. */
   private show(image: ToolImage | undefined): void {
     if (!this.untidy && this.shown === image) return;
-    if (image) image.snapshot.restore();
-    else this.warm?.snapshot.restore();
+    if (image) {
+      if (!image.snapshot.keptWhole && this.warm) this.keepWhole(this.warm, image);
+      image.snapshot.restore();
+    } else this.warm?.snapshot.restore();
     this.shown = image;
     this.untidy = false;
+  }
+
+  /**
+   * Keeps a whole copy of an image's snapshot, so that restoring it writes each byte once, for the
+   * MAX_WHOLE_IMAGES images shown last (each a copy of the base's size; the others keep their chunks only).
+   */
+  private keepWhole(warm: Warm, image: ToolImage): void {
+    image.snapshot.keepWhole();
+    warm.whole.push(image);
+    if (warm.whole.length > MAX_WHOLE_IMAGES) warm.whole.shift()?.snapshot.dropWhole();
   }
 
   /** The largest free block of a snapshot's heap (the memory must be at that snapshot now). */
@@ -348,6 +360,7 @@ export class SandboxEngine {
         runCompiled,
         snapshot: new HeapSnapshot(this.heap.memory),
         images: new Map(),
+        whole: [],
         uncompiled: new Set(),
       };
     } catch (error) {
@@ -374,7 +387,7 @@ export class SandboxEngine {
     }
     this.show(image);
     this.imageMs = 0;
-    const state = LazyState.of(request, guestTape(request.tapes));
+    const state = LazyState.of(request, tapeLine(request.tapes));
     const call: ActiveCall = {
       host,
       pace,
@@ -424,11 +437,13 @@ export class SandboxEngine {
       let answer: QuickJSHandle | undefined;
       let settled = true;
       let escapedNull = false;
+      let synchronous = false;
       if (result.error) {
         // QuickJS throws null when it runs out of memory while building the error itself.
         escapedNull = context.sameValue(result.error, context.null);
       } else if (context.typeof(result.value) === "string") {
         answer = result.value;
+        synchronous = true;
       } else {
         while (!call.timedOut && !this.heap.tripped) {
           const jobs = runtime.executePendingJobs();
@@ -446,10 +461,13 @@ export class SandboxEngine {
       release = undefined;
       call.deadline = Number.POSITIVE_INFINITY;
       // Read only once the cap is lifted: copying the answer out must not be what runs out of memory.
-      const text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
-
+      let text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
       const memory = this.heap.tripped || escapedNull;
-      const used = memory ? undefined : readUsage(context, usage);
+      let used: SourceUse | undefined;
+      // A synchronous answer starts with what the call took (prelude.ts); otherwise the guest is asked.
+      const counted = synchronous && text !== undefined ? splitUsage(text) : undefined;
+      if (counted) text = counted.text;
+      if (!memory) used = counted ? counted.used : readUsage(context, usage);
       const outcome: RawOutcome = {
         kind: "ran",
         ...(text !== undefined ? { text } : {}),
@@ -532,8 +550,12 @@ export class SandboxEngine {
       return undefined;
     }
     if (warm.images.size >= MAX_TOOL_IMAGES) {
-      const oldest = warm.images.keys().next();
-      if (!oldest.done) warm.images.delete(oldest.value);
+      const oldest = warm.images.entries().next();
+      if (!oldest.done) {
+        warm.images.delete(oldest.value[0]);
+        const whole = warm.whole.indexOf(oldest.value[1]);
+        if (whole >= 0) warm.whole.splice(whole, 1);
+      }
     }
     warm.images.set(code, image);
     this.shown = image;
@@ -550,6 +572,8 @@ export class SandboxEngine {
 
 /** Tool images kept per engine (each some kilobytes beside the base snapshot). */
 const MAX_TOOL_IMAGES = 64;
+/** Images that also keep a whole copy of their snapshot (each about the base's size, some 300 KB). */
+const MAX_WHOLE_IMAGES = 8;
 const MAX_UNCOMPILED = 1024;
 /** Most memory past the base's heap a tool's source may take when compiled for its image to be kept. */
 const MAX_COMPILED_BYTES = 256 * 1024;
@@ -579,6 +603,8 @@ interface Warm {
   snapshot: HeapSnapshot;
   /** Tool images by source, least recently used first. */
   images: Map<string, ToolImage>;
+  /** Images that keep a whole copy of their snapshot, the one that got it first first (see keepWhole). */
+  whole: ToolImage[];
   /** Sources compiled with each call (see compileImage). */
   uncompiled: Set<string>;
 }
@@ -597,37 +623,46 @@ interface ActiveCall {
   state: LazyState | { input: string; load?: undefined };
 }
 
-/** The tapes as the guest takes them; a clock's readings also as ctx.now() shows them. */
-interface GuestTape {
-  clock?: number[];
-  now?: string[];
-  random: number[];
-  ids: string[];
+/**
+ * The tapes as the guest reads them (prelude.ts): the JSON `[clock readings, random numbers, ids]`, or ""
+ * when there are none. Clock readings go up to the first one without an ISO form: from there the host is
+ * asked, and says why it fails (ctx.now() shows a reading as its ISO text, made in the guest).
+ */
+function tapeLine(tapes: SourceTapes | undefined): string {
+  if (!tapes) return "";
+  let clock: unknown[] = [];
+  if (Array.isArray(tapes.clock)) {
+    const readings = tapes.clock;
+    let valid = 0;
+    while (valid < readings.length && hasIsoForm(readings[valid])) valid++;
+    clock = valid === readings.length ? readings : readings.slice(0, valid);
+  }
+  return JSON.stringify([clock, tapes.random, tapes.ids]);
 }
 
-function guestTape(tapes: SourceTapes | undefined): GuestTape | undefined {
-  if (!tapes) return undefined;
-  const tape: GuestTape = { random: tapes.random, ids: tapes.ids };
-  if (Array.isArray(tapes.clock)) {
-    const now: string[] = [];
-    for (const reading of tapes.clock) {
-      const date = new Date(reading);
-      // A reading with no ISO form ends the tape: from there the host is asked, and says why it fails.
-      if (Number.isNaN(date.getTime())) break;
-      now.push(date.toISOString());
-    }
-    tape.clock = tapes.clock.slice(0, now.length);
-    tape.now = now;
-  }
-  return tape;
+/** Whether a clock reading has an ISO text (Date's range, ECMA-262's TimeClip). */
+function hasIsoForm(reading: unknown): boolean {
+  return typeof reading === "number" && Number.isFinite(reading) && Math.abs(reading) <= 8.64e15;
+}
+
+/** A synchronous answer's `<clock>,<random>,<ids>;` and the report after it (undefined when malformed). */
+function splitUsage(answer: string): { used: SourceUse; text: string } | undefined {
+  const end = answer.indexOf(";");
+  if (end < 0) return undefined;
+  const used = parseUsage(answer.slice(0, end));
+  return used ? { used, text: answer.slice(end + 1) } : undefined;
+}
+
+function parseUsage(text: string): SourceUse | undefined {
+  const [clock, random, ids] = text.split(",").map(Number);
+  if (![clock, random, ids].every((n) => Number.isInteger(n) && (n as number) >= 0)) return undefined;
+  return { clock: clock as number, random: random as number, ids: ids as number };
 }
 
 function readUsage(context: QuickJSContext, usage: QuickJSHandle): SourceUse | undefined {
   const result = context.callFunction(usage, context.undefined);
   if (result.error || context.typeof(result.value) !== "string") return undefined;
-  const [clock, random, ids] = context.getString(result.value).split(",").map(Number);
-  if (![clock, random, ids].every((n) => Number.isInteger(n) && (n as number) >= 0)) return undefined;
-  return { clock: clock as number, random: random as number, ids: ids as number };
+  return parseUsage(context.getString(result.value));
 }
 
 /**
@@ -639,53 +674,42 @@ function readUsage(context: QuickJSContext, usage: QuickJSHandle): SourceUse | u
 class LazyState {
   private readonly parts: unknown[] = [];
 
-  /** What the guest starts from: `{args, root, tape}`. */
+  /** What the guest starts from: the tape line, then `{args, root}` (prelude.ts). */
   readonly input: string;
 
-  private constructor(root: Record<string, unknown>, args: unknown, tape: GuestTape | undefined) {
+  private constructor(root: Record<string, unknown>, args: unknown, tape: string) {
     this.parts[0] = root;
-    this.input = JSON.stringify({ args, root: this.entries(root), tape });
+    this.input = `${tape}\n${JSON.stringify({ args, root: this.entries(root) })}`;
   }
 
   /**
    * From the request's values, or its `{state, args}` text. When the state is not an object (or the
-   * request does not ask for changes) it goes whole, as `{state, args, tape}` (`input` holds that text).
+   * request does not ask for changes) it goes whole, as the tape line and `{state, args}` (`input`).
    */
-  static of(
-    request: GuestRequest,
-    tape: GuestTape | undefined,
-  ): LazyState | { input: string; load?: undefined } {
+  static of(request: GuestRequest, tape: string): LazyState | { input: string; load?: undefined } {
     const lazy = request.changes === true;
     const values = request.input === undefined ? request.values : undefined;
     if (!values) return LazyState.from(requestInput(request), tape, lazy);
     if (lazy && isPlainObject(values.state)) {
       return new LazyState(values.state as Record<string, unknown>, values.args, tape);
     }
-    if (!tape) return { input: requestInput(request) };
-    return { input: JSON.stringify({ state: values.state, args: values.args, tape }) };
+    return { input: `${tape}\n${requestInput(request)}` };
   }
 
-  /**
-   * From the host's `{state, args}` text. When the state is not an object it goes whole, as
-   * `{state, args, tape}` (`input` then holds that text).
-   */
-  static from(
-    text: string,
-    tape: GuestTape | undefined,
-    lazy: boolean,
-  ): LazyState | { input: string; load?: undefined } {
-    if (!lazy && !tape) return { input: text };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return { input: text };
+  /** From the host's `{state, args}` text; whole when the state is not an object (see of). */
+  static from(text: string, tape: string, lazy: boolean): LazyState | { input: string; load?: undefined } {
+    if (lazy) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      if (isPlainObject(parsed) && isPlainObject(parsed.state)) {
+        return new LazyState(parsed.state as Record<string, unknown>, parsed.args, tape);
+      }
     }
-    if (!isPlainObject(parsed)) return { input: text };
-    if (!lazy || !isPlainObject(parsed.state)) {
-      return { input: tape ? JSON.stringify({ state: parsed.state, args: parsed.args, tape }) : text };
-    }
-    return new LazyState(parsed.state as Record<string, unknown>, parsed.args, tape);
+    return { input: `${tape}\n${text}` };
   }
 
   load(id: number): string {

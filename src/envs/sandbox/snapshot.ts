@@ -15,7 +15,10 @@ import type { WasmMemory } from "./heap.js";
  * The stack's place is read from the WebAssembly file (the stack pointer's initial value is the stack's
  * top and the heap's start; the stack is the release build's 5 MiB below it). When the file cannot be
  * read or does not look like that, everything below the heap's last used byte is copied instead (slower,
- * as exact). Bytes past the last used one are free space of the allocator, whose contents nothing reads.
+ * as exact). Bytes past the last used one (to the end of its 4 KiB chunk) are free space at the top of the
+ * allocator's heap: its record of that space is in the static data and in the chunk's header, which lies
+ * before the last used byte, and it never reads the space's contents (memory it hands out is cleared where
+ * it must be), so what a call leaves there needs no restoring.
  */
 
 /** The release build's C stack (emscripten's STACK_SIZE). */
@@ -120,9 +123,7 @@ export class HeapSnapshot {
     layout: MemoryLayout = memoryLayout(),
   ) {
     const bytes = new Uint8Array(memory.buffer);
-    const used = lastUsedByte(bytes);
-    // A page of margin past the last non-zero byte, so the allocator's top record is surely inside.
-    const heapEnd = Math.min(bytes.length, Math.ceil((used + 1) / PAGE_BYTES) * PAGE_BYTES + PAGE_BYTES);
+    const heapEnd = Math.min(bytes.length, chunkEnd(lastUsedByte(bytes)));
     this.heapStart = Math.min(layout.heapStart, heapEnd);
     this.staticPart = bytes.slice(0, layout.staticEnd);
     this.heapPart = bytes.slice(this.heapStart, heapEnd);
@@ -154,12 +155,15 @@ const CHUNK_BYTES = 4096;
  * base, so it costs a few kilobytes instead of a whole copy. The memory past the base's heap is free space
  * whose bytes nothing reads, but may hold whatever earlier calls left there: clearTail zeroes it before the
  * work, so that afterwards everything written there is what the work left (kept whole, up to its last
- * non-zero byte). Restoring writes the base, then the chunks.
+ * non-zero byte). Restoring writes the base, then the chunks; or, while the snapshot keeps a whole copy
+ * (keepWhole: the engine keeps them for the images it uses most), that copy, writing each byte once.
  */
 export class DerivedSnapshot {
   private readonly chunks: Array<{ at: number; bytes: Uint8Array }> = [];
   /** How far past the base's heap the kept memory reaches. */
   readonly tail: number;
+  /** The base with the chunks written in, while kept (see keepWhole). */
+  private whole: { staticPart: Uint8Array; heapPart: Uint8Array } | undefined;
 
   /** Zeroes the memory past the base's heap (as it was when the base was taken). */
   static clearTail(memory: WasmMemory, base: HeapSnapshot): void {
@@ -176,7 +180,7 @@ export class DerivedSnapshot {
     this.keepChanged(bytes, base.heapStart, base.heapPart);
     const tailStart = base.heapEnd;
     const used = lastUsedByte(bytes);
-    const tailEnd = used < tailStart ? tailStart : Math.min(bytes.length, used + 1 + PAGE_BYTES);
+    const tailEnd = used < tailStart ? tailStart : Math.min(bytes.length, chunkEnd(used));
     this.tail = tailEnd - tailStart;
     if (tailEnd > tailStart) this.chunks.push({ at: tailStart, bytes: bytes.slice(tailStart, tailEnd) });
   }
@@ -189,9 +193,39 @@ export class DerivedSnapshot {
   }
 
   restore(): void {
-    this.base.restore();
     const bytes = new Uint8Array(this.memory.buffer);
+    const whole = this.whole;
+    if (whole) {
+      bytes.set(whole.staticPart, 0);
+      bytes.set(whole.heapPart, this.base.heapStart);
+      return;
+    }
+    this.base.restore();
     for (const chunk of this.chunks) bytes.set(chunk.bytes, chunk.at);
+  }
+
+  /** Keeps a whole copy of the snapshot (the base's size and the tail), so that restoring is one pass. */
+  keepWhole(): void {
+    if (this.whole) return;
+    const base = this.base;
+    const staticPart = base.staticPart.slice();
+    const heapPart = new Uint8Array(base.heapPart.length + this.tail);
+    heapPart.set(base.heapPart);
+    for (const chunk of this.chunks) {
+      if (chunk.at < staticPart.length) staticPart.set(chunk.bytes, chunk.at);
+      else heapPart.set(chunk.bytes, chunk.at - base.heapStart);
+    }
+    this.whole = { staticPart, heapPart };
+  }
+
+  /** Drops the whole copy (restoring writes the base and the chunks again). */
+  dropWhole(): void {
+    this.whole = undefined;
+  }
+
+  /** Whether a whole copy is kept. */
+  get keptWhole(): boolean {
+    return this.whole !== undefined;
   }
 
   /** Keeps the chunks of memory from `at` that differ from `before` (the base's copy of that stretch). */
@@ -208,6 +242,11 @@ export class DerivedSnapshot {
 }
 
 const ZERO_PAGE = Buffer.alloc(PAGE_BYTES);
+
+/** The end of the 4 KiB chunk that holds the byte at `at`. */
+function chunkEnd(at: number): number {
+  return (Math.floor(at / CHUNK_BYTES) + 1) * CHUNK_BYTES;
+}
 
 /** The index of the last non-zero byte (memory past the allocator's top has never been written). */
 function lastUsedByte(bytes: Uint8Array): number {
