@@ -6,7 +6,7 @@ import {
   type ReplayLineage,
   type SeededInstance,
 } from "../../envs/python/environment.js";
-import type { Environment, EnvironmentInstance } from "../../envs/types.js";
+import type { CreateOptions, Environment, EnvironmentInstance } from "../../envs/types.js";
 import type { HistoryEntry } from "../../sessions/types.js";
 import type { SimulationContext, SimulationResult, Simulator } from "../types.js";
 
@@ -161,6 +161,17 @@ export class CodeSimulator implements Simulator {
       cached.busy++;
       return cached;
     }
+    if (cached && !reusable && cached.busy === 0 && isRestartable(cached.instance)) {
+      // The same instance, made anew from the stored state with this call's seed and clock: what `open`
+      // would make, without a new instance per call (see TypeScriptInstance#restart).
+      cached.clock = new CallClock();
+      cached.instance.restart({ ...this.startOptions(context), clock: cached.clock });
+      cached.snapshotIndex = context.snapshotIndex;
+      this.live.delete(context.sessionId);
+      this.live.set(context.sessionId, cached);
+      cached.busy++;
+      return cached;
+    }
     if (cached) this.drop(context.sessionId, cached);
     const clock = new CallClock();
     const instance = await this.open(context, clock);
@@ -172,10 +183,16 @@ export class CodeSimulator implements Simulator {
     return entry;
   }
 
-  private async open(context: SimulationContext, clock: CallClock): Promise<EnvironmentInstance> {
+  /** What a call's instance of an environment that starts from any state is made with (but the clock). */
+  private startOptions(context: SimulationContext): { state: unknown; seed: string } {
     const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
+    return { state: context.state, seed: `${seed}:${context.random.seed}` };
+  }
+
+  private async open(context: SimulationContext, clock: CallClock): Promise<EnvironmentInstance> {
     if (!isReplayingEnvironment(this.environment))
-      return this.environment.create({ state: context.state, seed: `${seed}:${context.random.seed}`, clock });
+      return this.environment.create({ ...this.startOptions(context), clock });
+    const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
     const lineage = context.lineage;
     return this.environment.restore({
       state: context.state,
@@ -205,6 +222,13 @@ export class CodeSimulator implements Simulator {
     if (this.live.get(sessionId) === entry) this.live.delete(sessionId);
     void entry.instance.close().catch(() => undefined);
   }
+}
+
+/** An instance that can be made anew in place (TypeScript environments: see TypeScriptInstance#restart). */
+type RestartableInstance = EnvironmentInstance & { restart(options: CreateOptions): void };
+
+function isRestartable(instance: EnvironmentInstance): instance is RestartableInstance {
+  return typeof (instance as Partial<RestartableInstance>).restart === "function";
 }
 
 /** An instance that may be told which schema its call's arguments were already validated against. */

@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import { Catalog } from "../../src/catalog/catalog.js";
+import { bank } from "../../src/envs/corpus/bank.js";
+import type { Environment, EnvironmentInstance } from "../../src/envs/types.js";
+import { MemoryStore } from "../../src/sessions/index.js";
+import { Engine } from "../../src/sim/engine.js";
+import { CodeSimulator } from "../../src/sim/simulators/code.js";
+
+/**
+ * The code simulator runs each call of a TypeScript environment on an instance made anew from the stored
+ * state with the call's own seed and clock. It now makes that instance in place (`restart`) rather than a
+ * new one per call; the ids, times and states of a session must be exactly what new instances give.
+ */
+function counting(environment: Environment, options: { restart: boolean }) {
+  const made = { instances: 0, restarts: 0 };
+  const counted: Environment = {
+    ...environment,
+    create: async (createOptions) => {
+      made.instances++;
+      const instance = await environment.create(createOptions);
+      if (options.restart) {
+        const restartable = instance as unknown as { restart: (o: unknown) => void };
+        const restart = restartable.restart.bind(instance);
+        restartable.restart = (o) => {
+          made.restarts++;
+          restart(o);
+        };
+        return instance;
+      }
+      // The same instance without `restart`: the simulator must make a new one per call.
+      const plain: EnvironmentInstance = {
+        environment: counted,
+        step: (call, ...rest) =>
+          (instance.step as (...a: unknown[]) => ReturnType<EnvironmentInstance["step"]>)(call, ...rest),
+        state: () => instance.state(),
+        fork: () => instance.fork(),
+        reset: (state) => instance.reset(state),
+        close: () => instance.close(),
+      };
+      return plain;
+    },
+  };
+  return { environment: counted, made };
+}
+
+async function run(environment: Environment) {
+  const engine = new Engine({
+    catalog: new Catalog(bank.tools),
+    store: new MemoryStore(),
+    simulators: [new CodeSimulator(environment, "reuse")],
+    initialState: await bank.initialState(),
+    seed: "reuse",
+  });
+  const sessions = [(await engine.createSession()).id, (await engine.createSession()).id];
+  const outcomes: unknown[] = [];
+  for (let i = 0; i < 12; i++) {
+    const session = sessions[i % 2] as string;
+    const request =
+      i % 5 === 4
+        ? { name: "open_account", arguments: { owner: `Owner ${i}`, deposit: i } }
+        : i % 7 === 6
+          ? { name: "transfer", arguments: { from_account: "ACC-2001", to_account: "ACC-1001", amount: 1 } }
+          : {
+              name: "transfer",
+              arguments: { from_account: "ACC-1001", to_account: "ACC-1002", amount: i + 1 },
+            };
+    outcomes.push(await engine.call(session, request));
+  }
+  // A state set from outside in between: the next call starts from it.
+  await engine.setState(sessions[0] as string, {
+    ...((await bank.initialState()) as object),
+    stats: { transfer_count: 7, total_moved: 0 },
+  });
+  outcomes.push(
+    await engine.call(sessions[0] as string, {
+      name: "transfer",
+      arguments: { from_account: "ACC-1002", to_account: "ACC-1001", amount: 2 },
+    }),
+  );
+  const histories = await Promise.all(sessions.map((id) => engine.history(id)));
+  const states = await Promise.all(sessions.map((id) => engine.state(id)));
+  await engine.close();
+  return { outcomes, histories, states };
+}
+
+describe("the code simulator's instances", () => {
+  it("are made anew in place for each call, with the ids, times and states new instances give", async () => {
+    const reused = counting(bank, { restart: true });
+    const fresh = counting(bank, { restart: false });
+    const a = await run(reused.environment);
+    const b = await run(fresh.environment);
+    expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+    // Ids were drawn (open_account, transfer) and the failed calls are in it too.
+    expect(JSON.stringify(a.outcomes)).toContain("TRF-");
+    expect(JSON.stringify(a.outcomes)).toContain("tool_error");
+    // New instances: one per call without restart; with it, one per session (and after the state was set).
+    expect(fresh.made.instances).toBe(13);
+    expect(reused.made.instances).toBeLessThanOrEqual(3);
+    expect(reused.made.restarts).toBeGreaterThanOrEqual(10);
+  });
+});
