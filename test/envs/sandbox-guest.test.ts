@@ -6,6 +6,7 @@ import {
   SandboxEngine,
 } from "../../src/envs/sandbox/engine.js";
 import type { WasmMemory } from "../../src/envs/sandbox/heap.js";
+import type { SandboxPool } from "../../src/envs/sandbox/pool.js";
 import { defineSandboxedEnvironment } from "../../src/envs/sandbox/quickjs.js";
 import { DerivedSnapshot, HeapSnapshot } from "../../src/envs/sandbox/snapshot.js";
 
@@ -332,5 +333,60 @@ describe("sandbox guest: tool images restored whole", () => {
     const warm = (engine as unknown as { warm: { whole: unknown[]; images: Map<string, unknown> } }).warm;
     expect(warm.images.size).toBe(12);
     expect(warm.whole.length).toBe(8);
+  });
+});
+
+/** A pool whose every call answers with the given changes, as the guest's report would. */
+function answering(changes: unknown): SandboxPool {
+  return {
+    warm: async () => undefined,
+    run: async () => ({ kind: "returned", observation: "ok", changes }) satisfies GuestOutcome,
+  } as unknown as SandboxPool;
+}
+
+describe("sandbox guest: applying the reported changes", () => {
+  const make = (changes: unknown) =>
+    defineSandboxedEnvironment(
+      {
+        kind: "quickjs",
+        name: "applied",
+        description: "Changes given by a scripted pool.",
+        initialState: { count: 1, nested: { a: { n: 1 }, list: [1, 2] }, flag: true },
+        tools: [{ name: "apply", description: "apply", effect: "write", code: "(ctx) => null" }],
+      },
+      { pool: answering(changes) },
+    );
+
+  it("records only what differs: a value written back as it was is no change, before or after a real one", async () => {
+    const instance = await make([
+      [0, ["count"], 1],
+      [0, ["nested", "a", "n"], 2],
+      [0, ["flag"], true],
+      [0, ["nested", "list"], [1, 2]],
+      [0, ["count"], 1],
+    ]).create({ seed: 1 });
+    const transition = await instance.step({ name: "apply" });
+    expect(transition.success).toBe(true);
+    expect(transition.changes).toEqual([{ op: "replace", path: "/nested/a/n", before: 1, after: 2 }]);
+  });
+
+  it("refuses a path that does not lead through objects of the state, and keeps the state", async () => {
+    for (const path of [
+      ["missing", "x"],
+      ["count", "x"],
+      ["nested", "list", "0"],
+      ["nested", "a", "n", "x"],
+    ]) {
+      const instance = await make([
+        [0, ["count"], 5],
+        [0, path, 1],
+      ]).create({ seed: 1 });
+      const transition = await instance.step({ name: "apply" });
+      expect(transition.success, path.join("/")).toBe(false);
+      expect(transition.observation).toEqual({
+        error: "the sandbox could not read what the tool did: a malformed change",
+      });
+      expect(await instance.state()).toEqual({ count: 1, nested: { a: { n: 1 }, list: [1, 2] }, flag: true });
+    }
   });
 });

@@ -243,27 +243,19 @@ export const GUEST_PRELUDE = String.raw`(function (host) {
     return value !== null && typeof value === "object" && prototypeOf(value) === LazyPrototype;
   }
   const TRAPS = createObject(null);
+  // A node's fields: id, parent and key (where it is in the state), target and proxy; and, once they
+  // apply: loaded, touched, whole, shuffled (true); pathText; baseKeys; pending, pendingKeys (writes
+  // before loading: by key, in the order first made, DELETED for deletes); written (keys written or
+  // deleted after loading); children, arrays (what its slots revealed). A field not set reads as undefined
+  // from TRAPS, which inherits nothing.
   function makeNode(id, parent, key, entries) {
     const node = createObject(TRAPS);
     node.id = id;
     node.parent = parent;
     node.key = key;
-    node.pathText = undefined;
-    node.target = {};
-    node.loaded = false;
-    node.touched = false;
-    // Before loading: writes by key, in the order first made; DELETED for deletes.
-    node.pending = undefined;
-    node.pendingKeys = undefined;
-    // After loading: keys written or deleted, and whether the node can only be sent whole.
-    node.written = undefined;
-    // Whether its keys may have left their order: kept base keys in place, new keys after them (see emit).
-    node.shuffled = false;
-    node.whole = false;
-    node.baseKeys = NONE;
-    node.children = undefined;
-    node.arrays = undefined;
-    node.proxy = new ProxyClass(node.target, node);
+    const target = {};
+    node.target = target;
+    node.proxy = new ProxyClass(target, node);
     if (entries !== undefined) fill(node, entries);
     return node;
   }

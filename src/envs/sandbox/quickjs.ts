@@ -342,18 +342,24 @@ function applyChanges(draft: JsonObject, changes: unknown): void {
       replaceContents(draft, change[2]);
       continue;
     }
+    // Each step reads the draft once: a key the draft does not hold reads as undefined (its objects have
+    // no prototype), which is not an object, so the path is refused at the next step.
     let parent: unknown = draft;
     for (let i = 0; i < path.length - 1; i++) {
       const key = path[i];
-      if (typeof key !== "string" || !isObject(parent) || !Object.hasOwn(parent as object, key))
-        throw broken();
+      if (typeof key !== "string" || !isObject(parent)) throw broken();
       parent = (parent as JsonObject)[key];
     }
     const key = path[path.length - 1];
     if (typeof key !== "string" || !isObject(parent)) throw broken();
     const target = parent as JsonObject;
+    const value = change[2];
     if (change[0] === 1) delete target[key];
-    else if (!(Object.hasOwn(target, key) && same(target[key], change[2]))) target[key] = change[2];
+    // A JSON value other than an object or array is written unless it is there already (=== is same()
+    // for those; undefined is never one, so a key that reads as the value is held).
+    else if (typeof value !== "object" || value === null) {
+      if (target[key] !== value) target[key] = value;
+    } else if (!(Object.hasOwn(target, key) && same(target[key], value))) target[key] = value;
   }
 }
 
