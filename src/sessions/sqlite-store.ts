@@ -36,13 +36,6 @@ export type { CheckpointPolicy };
 const BACKGROUND_CHECKPOINT_COMMITS = 200;
 const WRITER_CHECKPOINT_PAGES = 10_000;
 const DEFAULT_CHECKPOINT_PAGES = 1000;
-/**
- * The writer finishes a thread's checkpoint (see `finishCheckpoint`) only once the log holds this many
- * pages (12 MB at 4 KB): finishing syncs the log and the file on the writer's own thread, 1-20 ms each
- * time (4 ms on average, measured under load), which after every thread's round cost a bank transfer
- * about 20 µs. The log's file then stays under about 13 MB instead of 4.
- */
-const FINISH_CHECKPOINT_PAGES = 3000;
 
 /**
  * The checkpointing thread: opens the file and runs a passive checkpoint (one that never waits for, nor
@@ -55,14 +48,12 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma("synchronous = NORMAL");
 parentPort.on("message", () => {
-  let log = 0;
   try {
-    // How many pages the log holds (checkpointed or not): the writer finishes the round past a size.
-    log = db.pragma("wal_checkpoint(PASSIVE)")[0]?.log ?? 0;
+    db.pragma("wal_checkpoint(PASSIVE)");
   } catch {
     // busy or closing: the next message tries again, and the writer's own checkpoints stay as a backstop
   }
-  parentPort.postMessage(log);
+  parentPort.postMessage(0);
 });
 `;
 
@@ -100,6 +91,15 @@ export class SqliteStore implements Store {
    */
   private readonly records = new Lru<string, { text: string; record: SessionRecord }>(STATE_CACHE_SIZE);
   private readonly lastCalls = new Lru<string, { index: number; at: string }>(STATE_CACHE_SIZE);
+  /**
+   * Where recent sessions end (their record's text, latest snapshot, last call), as this connection read
+   * or wrote them while the file's data version was `version`: `PRAGMA data_version` changes only when
+   * another connection (a process or thread sharing the file) commits, and then all of it is dropped. A
+   * call's two reads of where its session ends (before it runs, and in its write's transaction) are then
+   * that pragma instead of a three-part query each.
+   */
+  private ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
+  private version: number | undefined;
   /** Writes waiting for the next group commit (see `groupCommit`). */
   private queue: QueuedWrite[] = [];
   private committed = 0;
@@ -195,15 +195,16 @@ export class SqliteStore implements Store {
       // The same for a write, inside its transaction: whether the session is there, and where both end.
       writeHead: db.prepare<
         [string, string, string],
-        { present: number | null; snapshot: number | null; call: number | null }
+        { record: string | null; snapshot: number | null; call: number | null }
       >(
-        `SELECT (SELECT 1 FROM sessions WHERE id = ?) AS present,
+        `SELECT (SELECT record FROM sessions WHERE id = ?) AS record,
            (SELECT idx FROM snapshots WHERE session = ? ORDER BY idx DESC LIMIT 1) AS snapshot,
            (SELECT idx FROM history WHERE session = ? ORDER BY idx DESC LIMIT 1) AS call`,
       ),
       callAt: db.prepare<[string, number], { at: string | null }>(
         "SELECT json_extract(entry, '$.at') AS at FROM history WHERE session = ? AND idx = ?",
       ),
+      dataVersion: db.prepare<[], number>("PRAGMA data_version").pluck(),
       allHistory: db.prepare<[string], { entry: string }>(
         "SELECT entry FROM history WHERE session = ? ORDER BY idx",
       ),
@@ -220,6 +221,7 @@ export class SqliteStore implements Store {
       reason: record.parent ? "fork" : "initial",
       state: toImmutableJson(initialState ?? null),
     };
+    this.ends.delete(record.id);
     this.db.transaction(() => {
       this.statements.insertSession.run(record.id, record.owner ?? null, JSON.stringify(record));
       this.writeCheckpoint(record.id, 0, snapshot.at, snapshot.reason, snapshot.state);
@@ -228,14 +230,21 @@ export class SqliteStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
+    const known = this.confirmedEnds(id);
+    if (known) return JSON.parse(known.record) as SessionRecord;
     const row = this.statements.getSession.get(id);
     return row ? (JSON.parse(row.record) as SessionRecord) : undefined;
   }
 
   async head(id: string): Promise<SessionHead> {
-    const row = this.statements.head.get(id, id, id);
-    if (!row || row.snapshot === null)
-      throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+    let row = this.confirmedEnds(id);
+    if (!row) {
+      const read = this.statements.head.get(id, id, id);
+      if (!read || read.snapshot === null)
+        throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+      row = { record: read.record, snapshot: read.snapshot, call: read.call };
+      this.ends.set(id, row);
+    }
     const snapshot = this.readSnapshot(id, row.snapshot) as Snapshot;
     return {
       record: this.parsedRecord(id, row.record),
@@ -244,6 +253,21 @@ export class SqliteStore implements Store {
         ? { lastCall: { index: row.call, at: this.callTime(id, row.call, snapshot.at) } }
         : {}),
     };
+  }
+
+  /**
+   * Where session `id` ends, when this connection knows it and no other connection committed since
+   * (`ends`); undefined otherwise (then the caller reads it). Inside a write's transaction, the pragma is
+   * its first read, so what it confirms is what the transaction builds on.
+   */
+  private confirmedEnds(id: string): Ends | undefined {
+    const version = this.statements.dataVersion.get() as number;
+    if (version !== this.version) {
+      this.version = version;
+      this.ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
+      return undefined;
+    }
+    return this.ends.get(id);
   }
 
   /**
@@ -283,6 +307,7 @@ export class SqliteStore implements Store {
     this.chains.delete(id);
     this.records.delete(id);
     this.lastCalls.delete(id);
+    this.ends.delete(id);
     return this.db.transaction(() => {
       const checkpoints = this.statements.sessionCheckpoints.all(id).map((row) => row.checkpoint);
       this.statements.deleteSnapshots.run(id);
@@ -328,11 +353,18 @@ export class SqliteStore implements Store {
     state?: StepState,
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
+    let ends: Ends | undefined;
     const written = await this.groupCommit(() => {
-      // Where the session's snapshots and history end, read in the write's own transaction: one statement.
-      const head = this.statements.writeHead.get(id, id, id);
-      if (!head?.present || head.snapshot === null)
+      // Where the session's snapshots and history end, in the write's own transaction: known here unless
+      // another connection committed since, else read (one statement).
+      const known = this.confirmedEnds(id);
+      // Until this write has committed, what is known of the session is its read (a second write of the
+      // session in the same batch reads where this one ended).
+      this.ends.delete(id);
+      const head = known ?? this.statements.writeHead.get(id, id, id);
+      if (!head || head.record === null || head.snapshot === null)
         throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+      ends = { record: head.record, snapshot: head.snapshot, call: head.call };
       const full: HistoryEntry = { ...entry, index: (head.call ?? -1) + 1 };
       if (state) {
         const index = head.snapshot + 1;
@@ -348,6 +380,14 @@ export class SqliteStore implements Store {
     if (written.snapshot !== undefined && state)
       this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
     this.lastCalls.set(id, { index: written.index, at: written.at });
+    // Committed: the session ends where this write left it (dropped if another connection commits).
+    const read = ends as Ends | undefined;
+    if (read)
+      this.ends.set(id, {
+        record: read.record,
+        snapshot: written.snapshot ?? read.snapshot,
+        call: written.index,
+      });
     return written;
   }
 
@@ -358,6 +398,7 @@ export class SqliteStore implements Store {
     at: string,
   ): Promise<Snapshot> {
     const next = toImmutableJson(state ?? null);
+    this.ends.delete(id);
     const index = this.db.transaction(() => {
       this.requireSession(id);
       const index = (this.statements.lastIndex.get(id)?.idx ?? -1) + 1;
@@ -372,6 +413,7 @@ export class SqliteStore implements Store {
 
   async importSession(record: SessionRecord, contents: SessionContents): Promise<void> {
     const states = contents.snapshots.map((snapshot) => toImmutableJson(snapshot.state ?? null));
+    this.ends.delete(record.id);
     this.db.transaction(() => {
       this.statements.insertSession.run(record.id, record.owner ?? null, JSON.stringify(record));
       contents.snapshots.forEach((snapshot, i) => {
@@ -416,7 +458,7 @@ export class SqliteStore implements Store {
       try {
         const driver = createRequire(import.meta.url).resolve("better-sqlite3");
         const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { driver, path: this.path } });
-        worker.on("message", (log: unknown) => this.finishCheckpoint(Number(log)));
+        worker.on("message", () => this.finishCheckpoint());
         worker.on("error", () => this.checkpointerGone(worker));
         worker.on("exit", () => this.checkpointerGone(worker));
         // Never what keeps a process alive; and if it dies, the writer checkpoints alone again.
@@ -432,14 +474,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * After the thread's checkpoint, once the log holds `FINISH_CHECKPOINT_PAGES` (`log`, as the thread
-   * saw it): copies what was committed while the thread ran (a few pages, the ones the latest writes
-   * touched), so the log is wholly in the file and the next write starts it over from its beginning (the
-   * log's file stays a few rounds of writes long, not the writer's backstop). Smaller logs wait: the
-   * thread's next rounds copy them, and finishing costs the writer two syncs.
+   * After the thread's checkpoint: copies what was committed while it ran (a few pages, the ones the
+   * latest writes touched), so the log is wholly in the file and the next write starts it over from its
+   * beginning (the log's file stays as large as one round of writes, not the writer's backstop).
    */
-  private finishCheckpoint(log: number): void {
-    if (!(log >= FINISH_CHECKPOINT_PAGES)) return;
+  private finishCheckpoint(): void {
     try {
       if (this.db.open && !this.db.inTransaction) this.db.pragma("wal_checkpoint(PASSIVE)");
     } catch {
@@ -617,6 +656,13 @@ export class SqliteStore implements Store {
     if (!this.statements.getSession.get(id))
       throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
   }
+}
+
+/** Where a session ends: its record's text, its latest snapshot's index, its last call's (null before one). */
+interface Ends {
+  record: string;
+  snapshot: number;
+  call: number | null;
 }
 
 interface QueuedWrite {
