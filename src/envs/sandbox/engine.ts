@@ -461,7 +461,10 @@ export class SandboxEngine {
       release = undefined;
       call.deadline = Number.POSITIVE_INFINITY;
       // Read only once the cap is lifted: copying the answer out must not be what runs out of memory.
-      let text = answer && context.typeof(answer) === "string" ? context.getString(answer) : undefined;
+      let text =
+        answer && (synchronous || context.typeof(answer) === "string")
+          ? context.getString(answer)
+          : undefined;
       const memory = this.heap.tripped || escapedNull;
       let used: SourceUse | undefined;
       // A synchronous answer starts with what the call took (prelude.ts); otherwise the guest is asked.
@@ -629,7 +632,8 @@ interface ActiveCall {
  * asked, and says why it fails (ctx.now() shows a reading as its ISO text, made in the guest).
  */
 function tapeLine(tapes: SourceTapes | undefined): string {
-  if (!tapes) return "";
+  // None at all reads as none drawn (the host is asked for each value).
+  if (!tapes || (tapes.random.length === 0 && tapes.ids.length === 0 && !tapes.clock?.length)) return "";
   let clock: unknown[] = [];
   if (Array.isArray(tapes.clock)) {
     const readings = tapes.clock;
@@ -649,14 +653,28 @@ function hasIsoForm(reading: unknown): boolean {
 function splitUsage(answer: string): { used: SourceUse; text: string } | undefined {
   const end = answer.indexOf(";");
   if (end < 0) return undefined;
-  const used = parseUsage(answer.slice(0, end));
+  const used = parseUsage(answer, end);
   return used ? { used, text: answer.slice(end + 1) } : undefined;
 }
 
-function parseUsage(text: string): SourceUse | undefined {
-  const [clock, random, ids] = text.split(",").map(Number);
-  if (![clock, random, ids].every((n) => Number.isInteger(n) && (n as number) >= 0)) return undefined;
-  return { clock: clock as number, random: random as number, ids: ids as number };
+/** `<clock>,<random>,<ids>` (whole numbers) from the start of `text` to `end`; undefined otherwise. */
+function parseUsage(text: string, end = text.length): SourceUse | undefined {
+  const counts = [0, 0, 0];
+  let which = 0;
+  let digits = 0;
+  for (let i = 0; i < end; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 44 /* , */) {
+      if (digits === 0 || which === 2) return undefined;
+      which++;
+      digits = 0;
+    } else if (code >= 48 && code <= 57 && digits < 15) {
+      counts[which] = (counts[which] as number) * 10 + (code - 48);
+      digits++;
+    } else return undefined;
+  }
+  if (which !== 2 || digits === 0) return undefined;
+  return { clock: counts[0] as number, random: counts[1] as number, ids: counts[2] as number };
 }
 
 function readUsage(context: QuickJSContext, usage: QuickJSHandle): SourceUse | undefined {
@@ -677,9 +695,14 @@ class LazyState {
   /** What the guest starts from: the tape line, then `{args, root}` (prelude.ts). */
   readonly input: string;
 
-  private constructor(root: Record<string, unknown>, args: unknown, tape: string) {
+  private constructor(root: Record<string, unknown>, args: unknown, tape: string, keys: string[]) {
     this.parts[0] = root;
-    this.input = `${tape}\n${JSON.stringify({ args, root: this.entries(root) })}`;
+    this.input = `${tape}\n${JSON.stringify({ args, root: this.entries(root, keys) })}`;
+  }
+
+  /** A lazy draft of `root`. */
+  private static make(root: Record<string, unknown>, args: unknown, tape: string): LazyState {
+    return new LazyState(root, args, tape, Object.keys(root));
   }
 
   /**
@@ -691,7 +714,7 @@ class LazyState {
     const values = request.input === undefined ? request.values : undefined;
     if (!values) return LazyState.from(requestInput(request), tape, lazy);
     if (lazy && isPlainObject(values.state)) {
-      return new LazyState(values.state as Record<string, unknown>, values.args, tape);
+      return LazyState.make(values.state as Record<string, unknown>, values.args, tape);
     }
     return { input: `${tape}\n${requestInput(request)}` };
   }
@@ -706,7 +729,7 @@ class LazyState {
         parsed = undefined;
       }
       if (isPlainObject(parsed) && isPlainObject(parsed.state)) {
-        return new LazyState(parsed.state as Record<string, unknown>, parsed.args, tape);
+        return LazyState.make(parsed.state as Record<string, unknown>, parsed.args, tape);
       }
     }
     return { input: `${tape}\n${text}` };
@@ -715,12 +738,13 @@ class LazyState {
   load(id: number): string {
     const part = this.parts[id];
     if (typeof part !== "object" || part === null) throw new Error(`no part ${id} in the state`);
-    return JSON.stringify(Array.isArray(part) ? part : this.entries(part as Record<string, unknown>));
+    const object = part as Record<string, unknown>;
+    return JSON.stringify(Array.isArray(part) ? part : this.entries(object, Object.keys(object)));
   }
 
-  private entries(object: Record<string, unknown>): unknown[] {
+  private entries(object: Record<string, unknown>, keys: string[]): unknown[] {
     const entries: unknown[] = [];
-    for (const key of Object.keys(object)) {
+    for (const key of keys) {
       const value = object[key];
       if (typeof value !== "object" || value === null) entries.push([key, 0, value]);
       else {
