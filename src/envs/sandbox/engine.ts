@@ -686,8 +686,8 @@ function readUsage(context: QuickJSContext, usage: QuickJSHandle): SourceUse | u
 /**
  * The state on the engine's side of the guest's lazy draft (prelude.ts): parsed here (V8's JSON.parse is
  * far faster than QuickJS's), and handed to the guest one object at a time as it reads them: an object as
- * its entries, [key, 0, value] for a value, [key, 1, id] for an object and [key, 2, id] for an array; an
- * array whole, as JSON. The guest starts with the root's entries.
+ * its entries, flat: key, 0, value for a value, key, 1, id for an object and key, 2, id for an array, one
+ * after another in one array; an array whole, as JSON. The guest starts with the root's entries.
  */
 class LazyState {
   private readonly parts: unknown[] = [];
@@ -746,10 +746,10 @@ class LazyState {
     const entries: unknown[] = [];
     for (const key of keys) {
       const value = object[key];
-      if (typeof value !== "object" || value === null) entries.push([key, 0, value]);
+      if (typeof value !== "object" || value === null) entries.push(key, 0, value);
       else {
         this.parts.push(value);
-        entries.push([key, Array.isArray(value) ? 2 : 1, this.parts.length - 1]);
+        entries.push(key, Array.isArray(value) ? 2 : 1, this.parts.length - 1);
       }
     }
     return entries;

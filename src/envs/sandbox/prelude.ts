@@ -279,11 +279,12 @@ export const GUEST_PRELUDE = String.raw`(function (host) {
     const target = node.target;
     const pending = node.pending;
     const baseKeys = [];
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i];
-      const key = entry[0];
-      baseKeys[i] = key;
-      let value = entry[1] === 0 ? entry[2] : lazy(entry[2], entry[1] === 2);
+    // Entries come flat, three items each: key, kind (0 a value, 1 an object, 2 an array), value or id.
+    for (let i = 0; i + 2 < entries.length; i += 3) {
+      const key = entries[i];
+      const kind = entries[i + 1];
+      baseKeys[baseKeys.length] = key;
+      let value = kind === 0 ? entries[i + 2] : lazy(entries[i + 2], kind === 2);
       if (pending !== undefined && key in pending) {
         value = pending[key];
         if (value === DELETED) continue;
