@@ -4,5 +4,5 @@
  */
 export { type AgentEndpoint, type ConversationResult, simulateConversation } from "./conversation-loop.js";
 export { INLINE_KNOWLEDGE_CHARS, userSystemPrompt } from "./prompts.js";
-export { USER_TOOL_KINDS, UserToolFactory } from "./toolbox.js";
+export { USER_TOOL_KINDS, UserToolFactory, type UserToolKindName, userToolKindSummaries } from "./toolbox.js";
 export { SimulatedUser, type SimulatedUserOptions, seedNumber, type UserTurnOutput } from "./user.js";

@@ -19,17 +19,100 @@ import {
   UserToolbox,
 } from "../tools/index.js";
 
-/** The tool kinds a scenario may declare. A declaration without `kind` is a mocked tool. */
-export const USER_TOOL_KINDS = ["retrieval", "mock", "memory", "web", "environment"] as const;
+/** What a user-tool kind does with a declaration: what it checks before any run, what it gives a run. */
+interface UserToolKind {
+  /** One line for the docs table and messages. */
+  summary: string;
+  /** Refuses a declaration of this kind that cannot work (CONFIG_INVALID, saying where), before any run. */
+  check(scenario: Scenario, declaration: UserToolDeclaration, where: string): void;
+  /** The tools this declaration gives one run. */
+  create(run: {
+    scenario: Scenario;
+    declaration: UserToolDeclaration;
+    where: string;
+    seed: string;
+    factory: UserToolFactory;
+  }): UserTool[] | Promise<UserTool[]>;
+}
 
 /**
- * Makes the user's toolbox for each run from the scenario's declarations. Kinds:
- * - `retrieval`: BM25 over the scenario's knowledge (the declaration's name and description are used);
- * - `mock` (the default): declared outcomes, chosen from the run's seed and the arguments;
- * - `memory`: `remember_preference` / `recall_preference` (`config` = initial preferences);
- * - `web`: `web_search` / `read_page` over a local folder (`config: {folder}`), offline;
- * - `environment`: every tool of a terrarium environment or tool files (`config: {sources: [...]}` or
- *   `{environment: name}`) as the user's own side of a system, one fresh session per run.
+ * Every tool kind a scenario may declare, in one place: the factory checks and builds through it, and
+ * `USER_TOOL_KINDS` (messages, docs/users.md's table, which a test holds to it) lists it. A declaration
+ * without `kind` is a mocked tool. Adding a kind is one entry here and one row in the docs.
+ */
+const KINDS = {
+  retrieval: {
+    summary: "BM25 over the scenario's knowledge (the declaration's name and description are used)",
+    check: () => {},
+    create: ({ scenario, declaration }) => [
+      createRetrievalTool(new KnowledgeBase(knowledgeDocuments(scenario)), {
+        name: declaration.name,
+        ...(declaration.description ? { description: declaration.description } : {}),
+      }),
+    ],
+  },
+  mock: {
+    summary: "declared outcomes, chosen from the run's seed and the arguments (the default)",
+    check: (_scenario, declaration) => {
+      createMockedTool(mockedDeclaration(declaration), { seed: "check" });
+    },
+    create: ({ declaration, seed }) => [createMockedTool(mockedDeclaration(declaration), { seed })],
+  },
+  memory: {
+    summary: "remember_preference / recall_preference (config = initial preferences)",
+    check: () => {},
+    create: ({ declaration }) =>
+      createPreferenceTools(new PreferenceMemory(isRecord(declaration.config) ? declaration.config : {})),
+  },
+  web: {
+    summary: "web_search / read_page over a local folder (config: {folder}), offline",
+    check: (scenario, declaration, where) => {
+      webFolder(scenario, declaration, where);
+    },
+    create: ({ scenario, declaration, where }) => {
+      const folder = webFolder(scenario, declaration, where);
+      return createWebTools({
+        search: new LocalCorpusSearch(folder),
+        reader: new LocalPageReader({ root: folder }),
+      });
+    },
+  },
+  environment: {
+    summary:
+      "every tool of a terrarium environment or tool files (config: {environment: name} or {sources: [...]}), one fresh session per run",
+    check: (scenario, declaration, where) => {
+      environmentSources(scenario, declaration, where);
+    },
+    create: ({ scenario, declaration, where, factory }) =>
+      factory.environmentTools(environmentSources(scenario, declaration, where)),
+  },
+} satisfies Record<string, UserToolKind>;
+
+export type UserToolKindName = keyof typeof KINDS;
+
+/** The tool kinds a scenario may declare. A declaration without `kind` is a mocked tool. */
+export const USER_TOOL_KINDS = Object.keys(KINDS) as UserToolKindName[];
+
+/** What each kind does, in a line (for docs and messages). */
+export function userToolKindSummaries(): Record<UserToolKindName, string> {
+  const summaries = {} as Record<UserToolKindName, string>;
+  for (const kind of USER_TOOL_KINDS) summaries[kind] = KINDS[kind].summary;
+  return summaries;
+}
+
+/** The kind of a declaration, refused (CONFIG_INVALID, saying where) when there is no such kind. */
+function kindOf(declaration: UserToolDeclaration, where: string): UserToolKind {
+  const kind = declaration.kind ?? "mock";
+  if (!Object.hasOwn(KINDS, kind))
+    throw new TerrariumError(
+      "CONFIG_INVALID",
+      `${where}: unknown kind "${kind}"; use one of ${USER_TOOL_KINDS.join(", ")}`,
+    );
+  return KINDS[kind as UserToolKindName];
+}
+
+/**
+ * Makes the user's toolbox for each run from the scenario's declarations, through the kinds above.
  * Engines for `environment` tools are built once per source list and shared by runs (sessions isolate them).
  */
 export class UserToolFactory {
@@ -42,16 +125,7 @@ export class UserToolFactory {
     for (const scenario of scenarios) {
       for (const [index, declaration] of scenario.userTools.entries()) {
         const where = `scenario "${scenario.id}", user_tools/${index} (${declaration.name})`;
-        const kind = declaration.kind ?? "mock";
-        if (!(USER_TOOL_KINDS as readonly string[]).includes(kind)) {
-          throw new TerrariumError(
-            "CONFIG_INVALID",
-            `${where}: unknown kind "${kind}"; use one of ${USER_TOOL_KINDS.join(", ")}`,
-          );
-        }
-        if (kind === "mock") createMockedTool(mockedDeclaration(declaration), { seed: "check" });
-        if (kind === "web") webFolder(scenario, declaration, where);
-        if (kind === "environment") environmentSources(scenario, declaration, where);
+        kindOf(declaration, where).check(scenario, declaration, where);
       }
     }
   }
@@ -61,36 +135,8 @@ export class UserToolFactory {
     const tools: UserTool[] = [];
     for (const [index, declaration] of scenario.userTools.entries()) {
       const where = `scenario "${scenario.id}", user_tools/${index} (${declaration.name})`;
-      switch (declaration.kind ?? "mock") {
-        case "retrieval":
-          tools.push(
-            createRetrievalTool(new KnowledgeBase(knowledgeDocuments(scenario)), {
-              name: declaration.name,
-              ...(declaration.description ? { description: declaration.description } : {}),
-            }),
-          );
-          break;
-        case "memory": {
-          const initial = isRecord(declaration.config) ? declaration.config : {};
-          tools.push(...createPreferenceTools(new PreferenceMemory(initial)));
-          break;
-        }
-        case "web": {
-          const folder = webFolder(scenario, declaration, where);
-          tools.push(
-            ...createWebTools({
-              search: new LocalCorpusSearch(folder),
-              reader: new LocalPageReader({ root: folder }),
-            }),
-          );
-          break;
-        }
-        case "environment":
-          tools.push(...(await this.environmentTools(environmentSources(scenario, declaration, where))));
-          break;
-        default:
-          tools.push(createMockedTool(mockedDeclaration(declaration), { seed }));
-      }
+      const kind = kindOf(declaration, where);
+      tools.push(...(await kind.create({ scenario, declaration, where, seed, factory: this })));
     }
     return new UserToolbox(tools);
   }
@@ -100,7 +146,8 @@ export class UserToolFactory {
     this.engines.clear();
   }
 
-  private async environmentTools(sources: string[]): Promise<UserTool[]> {
+  /** The tools of an environment (or tool files) on a fresh session of an engine shared per source list. */
+  async environmentTools(sources: string[]): Promise<UserTool[]> {
     const key = JSON.stringify(sources);
     let engine = this.engines.get(key);
     if (!engine) {
