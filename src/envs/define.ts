@@ -150,7 +150,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
   private idSource: IdGenerator | undefined;
   private forks = 0;
   /** The parts of a tool's context that stay the same from step to step. */
-  private readonly ids: IdGenerator;
+  private ids: IdGenerator;
   private readonly now: () => string;
 
   constructor(
@@ -163,8 +163,16 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     private clock: Clock,
     private readonly initial: () => S,
   ) {
-    this.ids = { next: (prefix) => this.idGenerator().next(prefix), uuid: () => this.idGenerator().uuid() };
+    this.ids = this.idsOfThisStart();
     this.now = () => isoTime(this.clock.now());
+  }
+
+  /**
+   * The `ids` tools are given, one object per start of the instance: what others keep for a generator
+   * (the sandbox keeps the ids it drew ahead and did not use, by generator) must not reach a restart.
+   */
+  private idsOfThisStart(): IdGenerator {
+    return { next: (prefix) => this.idGenerator().next(prefix), uuid: () => this.idGenerator().uuid() };
   }
 
   private idGenerator(): IdGenerator {
@@ -227,6 +235,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     this.random = random;
     this.clock = clock;
     this.idSource = undefined;
+    this.ids = this.idsOfThisStart();
     this.forks = 0;
   }
 

@@ -1,6 +1,8 @@
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Catalog } from "../../src/catalog/catalog.js";
 import { bank } from "../../src/envs/corpus/bank.js";
+import { loadEnvironment } from "../../src/envs/index.js";
 import type { Environment, EnvironmentInstance } from "../../src/envs/types.js";
 import { MemoryStore } from "../../src/sessions/index.js";
 import { Engine } from "../../src/sim/engine.js";
@@ -97,5 +99,39 @@ describe("the code simulator's instances", () => {
     expect(fresh.made.instances).toBe(13);
     expect(reused.made.instances).toBeLessThanOrEqual(3);
     expect(reused.made.restarts).toBeGreaterThanOrEqual(10);
+  });
+
+  it("do the same for a sandboxed (QuickJS) environment", async () => {
+    const counter = await loadEnvironment(
+      join(import.meta.dirname, "..", "..", "examples", "environments", "counter.quickjs.yaml"),
+    );
+    const runCounter = async (environment: Environment) => {
+      const engine = new Engine({
+        catalog: new Catalog(counter.tools),
+        store: new MemoryStore(),
+        simulators: [new CodeSimulator(environment, "reuse")],
+        initialState: await counter.initialState(),
+        seed: "reuse",
+      });
+      const session = (await engine.createSession()).id;
+      const outcomes: unknown[] = [];
+      // 90 at a time: the twelfth would pass 1000, which the tool's guard refuses.
+      for (let i = 0; i < 12; i++)
+        outcomes.push(await engine.call(session, { name: "increment", arguments: { by: 90 } }));
+      const state = await engine.state(session);
+      await engine.close();
+      return { outcomes, state };
+    };
+    const reused = counting(counter, { restart: true });
+    const fresh = counting(counter, { restart: false });
+    const a = await runCounter(reused.environment);
+    const b = await runCounter(fresh.environment);
+    expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+    // Ids and times were drawn, and the guard refused the step past 1000.
+    expect(JSON.stringify(a.outcomes)).toContain("inc");
+    expect(JSON.stringify(a.outcomes)).toContain("tool_error");
+    expect(fresh.made.instances).toBe(12);
+    expect(reused.made.instances).toBe(1);
+    expect(reused.made.restarts).toBe(11);
   });
 });

@@ -154,6 +154,15 @@ export function defineSandboxedEnvironment(
   return environment;
 }
 
+/** What defineEnvironment's instances offer beyond `EnvironmentInstance` (see TypeScriptInstance). */
+type RestartableInstance = EnvironmentInstance & {
+  step(
+    call: { name: string; arguments?: unknown },
+    options?: { checkedAgainst?: object },
+  ): Promise<Transition>;
+  restart(options: CreateOptions): void;
+};
+
 /** The instance defineEnvironment made, presented as belonging to the sandboxed environment. */
 class SandboxedInstance implements EnvironmentInstance {
   constructor(
@@ -161,8 +170,18 @@ class SandboxedInstance implements EnvironmentInstance {
     private readonly inner: EnvironmentInstance,
   ) {}
 
-  step(call: { name: string; arguments?: unknown }): Promise<Transition> {
-    return this.inner.step(call);
+  step(
+    call: { name: string; arguments?: unknown },
+    options?: { checkedAgainst?: object },
+  ): Promise<Transition> {
+    // Options go through: the engine's code simulator says which schema it already validated against.
+    return (this.inner as RestartableInstance).step(call, options);
+  }
+
+  /** Made anew in place with `create`'s options (the code simulator's per-call instance, see define.ts). */
+  restart(options: CreateOptions): void {
+    if (options.state !== undefined) requireObjectState(options.state);
+    (this.inner as RestartableInstance).restart(options);
   }
 
   state(): Promise<unknown> {
