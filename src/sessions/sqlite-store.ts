@@ -106,6 +106,8 @@ export class SqliteStore implements Store {
   /** The thread that checkpoints the WAL (see BACKGROUND_CHECKPOINT_COMMITS), once started. */
   private checkpointer: Worker | undefined;
   private checkpointerFailed = false;
+  /** A round asked of the thread and not answered yet: the next is asked only after it. */
+  private checkpointing = false;
   /** Runs `work` in a transaction, or in a savepoint when one is already open. */
   private readonly transaction: <T>(work: () => T) => T;
 
@@ -444,6 +446,9 @@ export class SqliteStore implements Store {
   private committedOne(): void {
     this.committed++;
     if (this.committed % BACKGROUND_CHECKPOINT_COMMITS !== 0 || this.checkpointerFailed) return;
+    // A thread still at its last round is not asked again: its next round takes up what was committed
+    // meanwhile, and the writer's finish after a round then never finds the thread busy with another.
+    if (this.checkpointing) return;
     // Never throws: the commit it follows stands whatever happens here.
     try {
       this.askCheckpoint();
@@ -458,7 +463,10 @@ export class SqliteStore implements Store {
       try {
         const driver = createRequire(import.meta.url).resolve("better-sqlite3");
         const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { driver, path: this.path } });
-        worker.on("message", () => this.finishCheckpoint());
+        worker.on("message", () => {
+          this.checkpointing = false;
+          this.finishCheckpoint();
+        });
         worker.on("error", () => this.checkpointerGone(worker));
         worker.on("exit", () => this.checkpointerGone(worker));
         // Never what keeps a process alive; and if it dies, the writer checkpoints alone again.
@@ -471,6 +479,7 @@ export class SqliteStore implements Store {
       }
     }
     this.checkpointer.postMessage(0);
+    this.checkpointing = true;
   }
 
   /**
@@ -490,6 +499,7 @@ export class SqliteStore implements Store {
     if (this.checkpointer !== worker) return;
     this.checkpointer = undefined;
     this.checkpointerFailed = true;
+    this.checkpointing = false;
     try {
       if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
     } catch {
