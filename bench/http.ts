@@ -9,8 +9,8 @@
  *   fast path's headers, no engine, against the echo (what node:http itself allows for the exchange);
  * - the cost of a write late in one session against its first 1,000 writes (SQLite; 100,000 writes with
  *   `--long` or TERRARIUM_BENCH_LONG=1, fewer by default);
- * - 1, 2 and 3 `serve` replicas on one Postgres database against one SQLite server (with
- *   `--postgres=<url>` or TERRARIUM_TEST_POSTGRES; skipped without).
+ * - 1, 2 and 3 `serve` replicas on one Postgres database against one SQLite server, calls round robin and
+ *   sticky by session (with `--postgres=<url>` or TERRARIUM_TEST_POSTGRES; skipped without).
  *
  * `--only=calls|long|replicas` runs one part; `--quick` shortens the rounds (a smoke run, noisier).
  * `--only=fastpath` (never by default) compares the bank transfer with the server's fast path for
@@ -426,7 +426,11 @@ async function replicas(
     // Started one after another: the first migrates, the others find the layout in place.
     const pg: ChildServer[] = [];
     for (let i = 0; i < 3; i++) pg.push(await start({ sources: ["bank"], db: scratch.url }));
+    // Round robin per call (every call hands the session's lock over), then the same replicas with each
+    // session's calls sent to the replica that made it (sticky routing by session, which kept locks reward).
     const setups: ChildServer[][] = [[sqlite], pg.slice(0, 1), pg.slice(0, 2), pg.slice(0, 3)];
+    const sticky = [false, false, false, false, true, true];
+    setups.push(pg.slice(0, 2), pg.slice(0, 3));
     const sessions = await Promise.all(
       setups.map((servers) =>
         Promise.all(
@@ -445,7 +449,7 @@ async function replicas(
         const before = cpuNow();
         const rate = await drive(
           (worker, n) => ({
-            port: (servers[(worker + n) % servers.length] as ChildServer).port,
+            port: (servers[(sticky[i] ? worker : worker + n) % servers.length] as ChildServer).port,
             path: `/sessions/${ids[worker]}/calls`,
             body: transferBody(n),
           }),
@@ -463,7 +467,7 @@ async function replicas(
         return rate;
       }),
     );
-    const [base, one, two, three] = rates as [Rate, Rate, Rate, Rate];
+    const [base, one, two, three, twoSticky, threeSticky] = rates as [Rate, Rate, Rate, Rate, Rate, Rate];
     for (const child of [sqlite, ...pg]) await child.stop();
     const cpu = (i: number, postgres: boolean) => {
       const cost = costs[i] as (typeof costs)[number];
@@ -473,8 +477,8 @@ async function replicas(
         ? ` (CPU per call: ${servers}s, ${Math.round(median(cost.postgres))} µs Postgres)`
         : ` (CPU per call: ${servers})`;
     };
-    const row = (replicasCount: number, measured: Rate, target?: number): Row => ({
-      measure: `Postgres, ${replicasCount} replica${replicasCount > 1 ? "s" : ""}, ${clients} clients on sessions of their own${cpu(replicasCount, true)}`,
+    const row = (replicasCount: number, measured: Rate, target?: number, setup = replicasCount): Row => ({
+      measure: `Postgres, ${replicasCount} replica${replicasCount > 1 ? "s" : ""}, ${clients} clients on sessions of their own${replicasCount === 1 ? "" : sticky[setup] ? ", each session's calls to one replica (sticky)" : ", calls round robin"}${cpu(setup, true)}`,
       baseline: `SQLite, one server${cpu(0, false)}`,
       baselineRate: base.callsPerSecond,
       measured,
@@ -482,7 +486,13 @@ async function replicas(
       target: target === undefined ? "" : `≥ ${target}×`,
       ...(target === undefined ? {} : { met: measured.callsPerSecond / base.callsPerSecond >= target }),
     });
-    return [row(1, one, 0.8), row(2, two), row(3, three)];
+    return [
+      row(1, one, 0.8),
+      row(2, two),
+      row(3, three),
+      row(2, twoSticky, undefined, 4),
+      row(3, threeSticky, undefined, 5),
+    ];
   } finally {
     await scratch.drop();
   }
