@@ -45,14 +45,19 @@ function counting(environment: Environment, options: { restart: boolean }) {
   return { environment: counted, made };
 }
 
-async function run(environment: Environment) {
-  const engine = new Engine({
-    catalog: new Catalog(bank.tools),
+/** An engine whose code simulator runs `environment`, seeded, with the catalog of `catalogOf`. */
+async function engineOn(environment: Environment, catalogOf: Environment): Promise<Engine> {
+  return new Engine({
+    catalog: new Catalog(catalogOf.tools),
     store: new MemoryStore(),
     simulators: [new CodeSimulator(environment, "reuse")],
-    initialState: await bank.initialState(),
+    initialState: await catalogOf.initialState(),
     seed: "reuse",
   });
+}
+
+async function runBank(environment: Environment) {
+  const engine = await engineOn(environment, bank);
   const sessions = [(await engine.createSession()).id, (await engine.createSession()).id];
   const outcomes: unknown[] = [];
   for (let i = 0; i < 12; i++) {
@@ -85,12 +90,24 @@ async function run(environment: Environment) {
   return { outcomes, histories, states };
 }
 
+async function runCounter(environment: Environment, counter: Environment) {
+  const engine = await engineOn(environment, counter);
+  const session = (await engine.createSession()).id;
+  const outcomes: unknown[] = [];
+  // 90 at a time: the twelfth would pass 1000, which the tool's guard refuses.
+  for (let i = 0; i < 12; i++)
+    outcomes.push(await engine.call(session, { name: "increment", arguments: { by: 90 } }));
+  const state = await engine.state(session);
+  await engine.close();
+  return { outcomes, state };
+}
+
 describe("the code simulator's instances", () => {
   it("are made anew in place for each call, with the ids, times and states new instances give", async () => {
     const reused = counting(bank, { restart: true });
     const fresh = counting(bank, { restart: false });
-    const a = await run(reused.environment);
-    const b = await run(fresh.environment);
+    const a = await runBank(reused.environment);
+    const b = await runBank(fresh.environment);
     expect(JSON.stringify(a)).toBe(JSON.stringify(b));
     // Ids were drawn (open_account, transfer) and the failed calls are in it too.
     expect(JSON.stringify(a.outcomes)).toContain("TRF-");
@@ -105,27 +122,10 @@ describe("the code simulator's instances", () => {
     const counter = await loadEnvironment(
       join(import.meta.dirname, "..", "..", "examples", "environments", "counter.quickjs.yaml"),
     );
-    const runCounter = async (environment: Environment) => {
-      const engine = new Engine({
-        catalog: new Catalog(counter.tools),
-        store: new MemoryStore(),
-        simulators: [new CodeSimulator(environment, "reuse")],
-        initialState: await counter.initialState(),
-        seed: "reuse",
-      });
-      const session = (await engine.createSession()).id;
-      const outcomes: unknown[] = [];
-      // 90 at a time: the twelfth would pass 1000, which the tool's guard refuses.
-      for (let i = 0; i < 12; i++)
-        outcomes.push(await engine.call(session, { name: "increment", arguments: { by: 90 } }));
-      const state = await engine.state(session);
-      await engine.close();
-      return { outcomes, state };
-    };
     const reused = counting(counter, { restart: true });
     const fresh = counting(counter, { restart: false });
-    const a = await runCounter(reused.environment);
-    const b = await runCounter(fresh.environment);
+    const a = await runCounter(reused.environment, counter);
+    const b = await runCounter(fresh.environment, counter);
     expect(JSON.stringify(a)).toBe(JSON.stringify(b));
     // Ids and times were drawn, and the guard refused the step past 1000.
     expect(JSON.stringify(a.outcomes)).toContain("inc");
