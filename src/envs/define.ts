@@ -145,13 +145,39 @@ function fail(message: string, details?: Record<string, unknown>): never {
   throw new ToolFailure(message, details);
 }
 
+/**
+ * What a tool's context draws from, for one start of an instance. `ids` and `now` are bound to this
+ * start's own random source and clock, not read through the instance: work a tool leaves running after its
+ * step (a timer, the other branch of a `Promise.all` that failed early) must never draw from a later
+ * start's sources, or a call's ids and times would depend on timing and replays would differ. A new
+ * `ids` object per start also keeps what the sandbox keeps by generator (ids drawn ahead, unused) to its start.
+ */
+interface Sources {
+  random: Random;
+  clock: Clock;
+  ids: IdGenerator;
+  now: () => string;
+}
+
+function sourcesOf(random: Random, clock: Clock): Sources {
+  // Made on first use: most steps draw no id.
+  let generator: IdGenerator | undefined;
+  const ids = () => {
+    generator ??= createIdGenerator(random.derive("ids"));
+    return generator;
+  };
+  return {
+    random,
+    clock,
+    ids: { next: (prefix) => ids().next(prefix), uuid: () => ids().uuid() },
+    now: () => isoTime(clock.now()),
+  };
+}
+
 class TypeScriptInstance<S> implements EnvironmentInstance {
-  /** Made on first use: most steps draw no id. */
-  private idSource: IdGenerator | undefined;
   private forks = 0;
-  /** The parts of a tool's context that stay the same from step to step. */
-  private ids: IdGenerator;
-  private readonly now: () => string;
+  /** The parts of a tool's context that stay the same from step to step (until a restart). */
+  private sources: Sources;
 
   constructor(
     readonly environment: Environment,
@@ -159,25 +185,11 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     private readonly catalog: Catalog,
     private readonly validator: CallValidator,
     private current: S,
-    private random: Random,
-    private clock: Clock,
+    random: Random,
+    clock: Clock,
     private readonly initial: () => S,
   ) {
-    this.ids = this.idsOfThisStart();
-    this.now = () => isoTime(this.clock.now());
-  }
-
-  /**
-   * The `ids` tools are given, one object per start of the instance: what others keep for a generator
-   * (the sandbox keeps the ids it drew ahead and did not use, by generator) must not reach a restart.
-   */
-  private idsOfThisStart(): IdGenerator {
-    return { next: (prefix) => this.idGenerator().next(prefix), uuid: () => this.idGenerator().uuid() };
-  }
-
-  private idGenerator(): IdGenerator {
-    this.idSource ??= createIdGenerator(this.random.derive("ids"));
-    return this.idSource;
+    this.sources = sourcesOf(random, clock);
   }
 
   /**
@@ -197,13 +209,14 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
     // simply drops it, and a successful run copies only the containers the tool wrote (see draft.ts).
     const draft = new StateDraft(before);
     try {
+      const { clock, now, random, ids } = this.sources;
       const result = tool.run({
         state: draft.state as S,
         args: cloneArguments(args),
-        clock: this.clock,
-        now: this.now,
-        random: this.random,
-        ids: this.ids,
+        clock,
+        now,
+        random,
+        ids,
         fail,
       });
       // Read the observation while the draft is alive: it may hold parts of the draft.
@@ -232,10 +245,7 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
   restart(options: CreateOptions): void {
     const { state, random, clock } = startOf(options, this.initial);
     this.current = state;
-    this.random = random;
-    this.clock = clock;
-    this.idSource = undefined;
-    this.ids = this.idsOfThisStart();
+    this.sources = sourcesOf(random, clock);
     this.forks = 0;
   }
 
@@ -246,14 +256,15 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
 
   async fork(): Promise<EnvironmentInstance> {
     this.forks++;
-    const clock = this.clock instanceof ManualClock ? this.clock.clone() : this.clock;
+    const { random, clock: current } = this.sources;
+    const clock = current instanceof ManualClock ? current.clone() : current;
     return new TypeScriptInstance(
       this.environment,
       this.definition,
       this.catalog,
       this.validator,
       this.current,
-      this.random.derive(`fork-${this.forks}`),
+      random.derive(`fork-${this.forks}`),
       clock,
       this.initial,
     );

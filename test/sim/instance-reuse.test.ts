@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Catalog } from "../../src/catalog/catalog.js";
 import { bank } from "../../src/envs/corpus/bank.js";
+import { defineEnvironment } from "../../src/envs/define.js";
 import { loadEnvironment } from "../../src/envs/index.js";
 import type { Environment, EnvironmentInstance } from "../../src/envs/types.js";
 import { MemoryStore } from "../../src/sessions/index.js";
@@ -133,5 +134,56 @@ describe("the code simulator's instances", () => {
     expect(fresh.made.instances).toBe(12);
     expect(reused.made.instances).toBe(1);
     expect(reused.made.restarts).toBe(11);
+  });
+
+  it("keep work a tool left running after its step on that step's own ids and clock", async () => {
+    // `background` leaves work that draws an id and a time when `draw`, the next call, lets it go on.
+    let release: () => void = () => {};
+    const late: string[] = [];
+    const linger = defineEnvironment<{ n: number; ids: string[]; times: string[] }>({
+      name: "linger",
+      description: "A tool whose work outlives its step.",
+      initialState: { n: 0, ids: [], times: [] },
+      tools: {
+        background: {
+          description: "Starts work that ends later.",
+          effect: "write",
+          run: ({ state, ids, now }) => {
+            void new Promise<void>((resolve) => {
+              release = resolve;
+            }).then(() => late.push(ids.next("late"), now()));
+            state.n++;
+            return { ok: true };
+          },
+        },
+        draw: {
+          description: "Draws an id and a time after the earlier call's work went on.",
+          effect: "write",
+          run: async ({ state, ids, now }) => {
+            release();
+            await Promise.resolve();
+            await Promise.resolve();
+            state.ids.push(ids.next("t"));
+            state.times.push(now());
+            return { ok: true };
+          },
+        },
+      },
+    });
+    const runLinger = async (environment: Environment) => {
+      const engine = await engineOn(environment, linger);
+      const id = (await engine.createSession()).id;
+      await engine.call(id, { name: "background", arguments: {} });
+      await engine.call(id, { name: "draw", arguments: {} });
+      const state = await engine.state(id);
+      await engine.close();
+      return state;
+    };
+    const fresh = await runLinger(counting(linger, { restart: false }).environment);
+    const reused = counting(linger, { restart: true });
+    expect(await runLinger(reused.environment)).toEqual(fresh);
+    expect(reused.made.restarts).toBe(1);
+    // The late work did run (between the two calls' draws), on the first call's sources.
+    expect(late).toHaveLength(4);
   });
 });
