@@ -416,8 +416,7 @@ async function checkOwner(
   owner: string | undefined,
   id: string | undefined,
 ): Promise<string> {
-  const found = id ? await engine.sessionOwner(id) : undefined;
-  if (!id || !found || found.owner !== owner)
+  if (!id || !(await engine.ownsSession(id, owner)))
     throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
   return id;
 }

@@ -290,6 +290,24 @@ export class Engine {
   async sessionOwner(id: string): Promise<{ owner: string | undefined } | undefined> {
     const known = this.owners.get(id);
     if (known) return known;
+    return this.readOwner(id);
+  }
+
+  /**
+   * Whether `id` is `owner`'s session (undefined: one without an owner). A kept owner that says no is
+   * read again before the answer: it may be stale (the session deleted and its id made again for another
+   * token, which only seeded engines sharing a store can do), and the session's real owner must not be
+   * locked out by it. Only refused requests pay for that read.
+   */
+  async ownsSession(id: string, owner: string | undefined): Promise<boolean> {
+    const known = this.owners.get(id);
+    if (known !== undefined && known.owner === owner) return true;
+    const found = await this.readOwner(id);
+    return found !== undefined && found.owner === owner;
+  }
+
+  private async readOwner(id: string): Promise<{ owner: string | undefined } | undefined> {
+    this.owners.delete(id);
     const record = await this.store.getSession(id);
     if (!record) return undefined;
     const found = { owner: record.owner };

@@ -94,4 +94,24 @@ describe("the owner check of a session call", () => {
       code: "UNKNOWN_SESSION",
     });
   });
+
+  it("does not lock the real owner out with a kept owner gone stale", async () => {
+    const { store, engine } = await setUp();
+    const { id } = await engine.createSession({ owner: "hash-a" });
+    expect((await sessionCall(engine, "hash-a", id, body(1))).status).toBe("ok");
+    // Elsewhere the session is deleted and its id made again for another token: only the store knows.
+    const record = await store.getSession(id);
+    if (!record) throw new Error("the session was not stored");
+    await store.deleteSession(id);
+    await store.createSession({ ...record, owner: "hash-b" }, await bank.initialState());
+    // The new owner gets in at once (the kept "hash-a" is read again before a refusal)…
+    expect((await sessionCall(engine, "hash-b", id, body(1))).status).toBe("ok");
+    // …the old one is refused, and an open server's caller (no token) too.
+    for (const other of ["hash-a", undefined])
+      await expect(sessionCall(engine, other, id, body(1))).rejects.toMatchObject({
+        code: "UNKNOWN_SESSION",
+      });
+    // A session that does not exist is unknown to a caller without a token as well.
+    expect(await engine.ownsSession("no-such-session", undefined)).toBe(false);
+  });
 });
