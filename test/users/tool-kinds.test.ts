@@ -31,5 +31,9 @@ describe("user-tool kinds", () => {
     // A kind named like an Object.prototype member is no kind either.
     const inherited = { ...scenario, userTools: [{ name: "x", kind: "toString" }] } as unknown as Scenario;
     expect(() => new UserToolFactory().check([inherited])).toThrow(/unknown kind "toString"/);
+    // Only a string names a kind (an array holding one would be turned into the same key).
+    const listed = { ...scenario, userTools: [{ name: "x", kind: ["mock"] }] } as unknown as Scenario;
+    expect(() => new UserToolFactory().check([listed])).toThrow(/unknown kind \["mock"\]/);
+    expect(Object.isFrozen(USER_TOOL_KINDS)).toBe(true);
   });
 });

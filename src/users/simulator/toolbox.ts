@@ -91,7 +91,9 @@ const KINDS = {
 export type UserToolKindName = keyof typeof KINDS;
 
 /** The tool kinds a scenario may declare. A declaration without `kind` is a mocked tool. */
-export const USER_TOOL_KINDS = Object.keys(KINDS) as UserToolKindName[];
+export const USER_TOOL_KINDS: readonly UserToolKindName[] = Object.freeze(
+  Object.keys(KINDS) as UserToolKindName[],
+);
 
 /** What each kind does, in a line (for docs and messages). */
 export function userToolKindSummaries(): Record<UserToolKindName, string> {
@@ -102,11 +104,11 @@ export function userToolKindSummaries(): Record<UserToolKindName, string> {
 
 /** The kind of a declaration, refused (CONFIG_INVALID, saying where) when there is no such kind. */
 function kindOf(declaration: UserToolDeclaration, where: string): UserToolKind {
-  const kind = declaration.kind ?? "mock";
-  if (!Object.hasOwn(KINDS, kind))
+  const kind: unknown = declaration.kind ?? "mock";
+  if (typeof kind !== "string" || !Object.hasOwn(KINDS, kind))
     throw new TerrariumError(
       "CONFIG_INVALID",
-      `${where}: unknown kind "${kind}"; use one of ${USER_TOOL_KINDS.join(", ")}`,
+      `${where}: unknown kind ${JSON.stringify(kind)}; use one of ${USER_TOOL_KINDS.join(", ")}`,
     );
   return KINDS[kind as UserToolKindName];
 }
