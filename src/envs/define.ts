@@ -11,7 +11,13 @@ import { CallValidator } from "../validate/validator.js";
 import { StateDraft } from "./draft.js";
 import { cloneArguments, observationOf } from "./step-values.js";
 import { admitCall, makeTransition } from "./transition.js";
-import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "./types.js";
+import type {
+  CreateOptions,
+  Environment,
+  EnvironmentInstance,
+  RestartableInstance,
+  Transition,
+} from "./types.js";
 
 /** Where a seeded run's clock starts: every seeded run sees the same times. */
 export const SEEDED_CLOCK_START = "2025-01-01T00:00:00.000Z";
@@ -174,7 +180,7 @@ function sourcesOf(random: Random, clock: Clock): Sources {
   };
 }
 
-class TypeScriptInstance<S> implements EnvironmentInstance {
+class TypeScriptInstance<S> implements RestartableInstance {
   private forks = 0;
   /** The parts of a tool's context that stay the same from step to step (until a restart). */
   private sources: Sources;
@@ -238,8 +244,8 @@ class TypeScriptInstance<S> implements EnvironmentInstance {
   /**
    * Makes this instance exactly what `environment.create(options)` would make (state, random source,
    * ids, clock, forks), for a caller that would otherwise make a new instance per call (the code
-   * simulator). Besides the allocation, a new instance per call made the collector copy about three times
-   * as much per step (measured with --trace-gc-nvp on bank transfers), as the objects of each step's state
+   * simulator). Besides the allocation, a new instance per call made the collector copy about twice as
+   * much per step (measured with --trace-gc-nvp on bank transfers), as the objects of each step's state
    * lived through more scavenges.
    */
   restart(options: CreateOptions): void {

@@ -61,3 +61,20 @@ export interface EnvironmentInstance {
   reset(state?: unknown): Promise<void>;
   close(): Promise<void>;
 }
+
+/** An instance whose step may be told which input schema the caller already validated the arguments against. */
+export interface CheckedInstance extends EnvironmentInstance {
+  step(
+    call: { name: string; arguments?: unknown },
+    options?: { checkedAgainst?: object },
+  ): Promise<Transition>;
+}
+
+/**
+ * An instance that can be made anew in place: `restart(options)` leaves it exactly what
+ * `environment.create(options)` would make (TypeScript and sandboxed environments; the code simulator
+ * restarts a session's instance for each call instead of making a new one).
+ */
+export interface RestartableInstance extends CheckedInstance {
+  restart(options: CreateOptions): void;
+}

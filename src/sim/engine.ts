@@ -280,12 +280,12 @@ export class Engine {
   }
 
   /**
-   * Whose session `id` is (`{owner: undefined}` for one without an owner), undefined when there is none:
-   * the check a server makes before every request on a session. A session's owner never changes, so an
-   * answer once read is kept (a few thousand, least recently used first out) and the record is not read
-   * again, which for a store over the network is a round trip per call. A kept answer can be stale only
-   * for a session deleted since (here or by another replica); `call` with `options.owner` then refuses it
-   * at its own read of the session, under the session's lock.
+   * Whose session `id` is (`{owner: undefined}` for one without an owner), undefined when there is none.
+   * A session's owner never changes, so an answer once read is kept (a few thousand, least recently used
+   * first out) and the record is not read again, which for a store over the network is a round trip per
+   * call. A kept answer can be stale only for a session deleted since (here or by another replica):
+   * `ownsSession` reads again before it refuses, and `call` with `options.owner` checks the owner at its
+   * own read of the session, under the session's lock.
    */
   async sessionOwner(id: string): Promise<{ owner: string | undefined } | undefined> {
     const known = this.owners.get(id);

@@ -6,7 +6,13 @@ import { same } from "../../core/json-diff.js";
 import { formatPointer } from "../../core/json-pointer.js";
 import { defineEnvironment, type ToolContext, ToolFailure, type ToolImplementation } from "../define.js";
 import { unchangedDraftBase } from "../draft.js";
-import type { CreateOptions, Environment, EnvironmentInstance, Transition } from "../types.js";
+import type {
+  CreateOptions,
+  Environment,
+  EnvironmentInstance,
+  RestartableInstance,
+  Transition,
+} from "../types.js";
 import type { GuestLimits, GuestOutcome, GuestRequest } from "./engine.js";
 import { type SandboxPool, sandboxPool } from "./pool.js";
 import { type SourceForecast, SourceLease } from "./sources.js";
@@ -148,26 +154,18 @@ export function defineSandboxedEnvironment(
     create: async (createOptions: CreateOptions = {}) => {
       if (createOptions.state !== undefined) requireObjectState(createOptions.state);
       await pool().warm();
-      return new SandboxedInstance(environment, await inner.create(createOptions));
+      // defineEnvironment's instances (TypeScriptInstance) restart in place and take step options.
+      return new SandboxedInstance(environment, (await inner.create(createOptions)) as RestartableInstance);
     },
   };
   return environment;
 }
 
-/** What defineEnvironment's instances offer beyond `EnvironmentInstance` (see TypeScriptInstance). */
-type RestartableInstance = EnvironmentInstance & {
-  step(
-    call: { name: string; arguments?: unknown },
-    options?: { checkedAgainst?: object },
-  ): Promise<Transition>;
-  restart(options: CreateOptions): void;
-};
-
 /** The instance defineEnvironment made, presented as belonging to the sandboxed environment. */
-class SandboxedInstance implements EnvironmentInstance {
+class SandboxedInstance implements RestartableInstance {
   constructor(
     readonly environment: Environment,
-    private readonly inner: EnvironmentInstance,
+    private readonly inner: RestartableInstance,
   ) {}
 
   step(
@@ -175,13 +173,13 @@ class SandboxedInstance implements EnvironmentInstance {
     options?: { checkedAgainst?: object },
   ): Promise<Transition> {
     // Options go through: the engine's code simulator says which schema it already validated against.
-    return (this.inner as RestartableInstance).step(call, options);
+    return this.inner.step(call, options);
   }
 
   /** Made anew in place with `create`'s options (the code simulator's per-call instance, see define.ts). */
   restart(options: CreateOptions): void {
     if (options.state !== undefined) requireObjectState(options.state);
-    (this.inner as RestartableInstance).restart(options);
+    this.inner.restart(options);
   }
 
   state(): Promise<unknown> {
@@ -189,7 +187,7 @@ class SandboxedInstance implements EnvironmentInstance {
   }
 
   async fork(): Promise<EnvironmentInstance> {
-    return new SandboxedInstance(this.environment, await this.inner.fork());
+    return new SandboxedInstance(this.environment, (await this.inner.fork()) as RestartableInstance);
   }
 
   async reset(state?: unknown): Promise<void> {

@@ -6,7 +6,12 @@ import {
   type ReplayLineage,
   type SeededInstance,
 } from "../../envs/python/environment.js";
-import type { CreateOptions, Environment, EnvironmentInstance } from "../../envs/types.js";
+import type {
+  CheckedInstance,
+  Environment,
+  EnvironmentInstance,
+  RestartableInstance,
+} from "../../envs/types.js";
 import type { HistoryEntry } from "../../sessions/types.js";
 import type { SimulationContext, SimulationResult, Simulator } from "../types.js";
 
@@ -146,33 +151,36 @@ export class CodeSimulator implements Simulator {
    * (under the session's lock) is the one the instance holds; snapshots are append-only and the engine
    * drops an instance whose predicted snapshot was not stored, so an equal index means an equal state.
    *
-   * Instances of environments that start from any state (TypeScript, sandboxed JavaScript) are cheap to
-   * make, so every call gets a fresh one from the stored state, with a seed and a clock of its own: the
-   * ids, random draws and times of a call then depend only on the session and the call's place in it,
-   * never on which replica ran it or what that replica had cached, and replaying the history on a fresh
-   * engine gives the same states.
+   * Instances of environments that start from any state (TypeScript, sandboxed JavaScript) are made anew
+   * for every call from the stored state, with a seed and a clock of their own: the ids, random draws and
+   * times of a call then depend only on the session and the call's place in it, never on which replica
+   * ran it or what that replica had cached, and replaying the history on a fresh engine gives the same
+   * states. An idle one is made anew in place (`restart`: exactly what `create` would make) rather than
+   * replaced, which halves what the collector copies per call.
    */
   private async acquire(context: SimulationContext): Promise<Live> {
     const cached = this.live.get(context.sessionId);
     const reusable = isReplayingEnvironment(this.environment);
-    if (cached && reusable && cached.snapshotIndex === context.snapshotIndex) {
-      this.live.delete(context.sessionId);
-      this.live.set(context.sessionId, cached);
-      cached.busy++;
-      return cached;
+    if (cached) {
+      const current = reusable && cached.snapshotIndex === context.snapshotIndex;
+      const restartable = !reusable && cached.busy === 0 && isRestartable(cached.instance);
+      if (current || restartable) {
+        if (restartable) {
+          cached.clock = new CallClock();
+          (cached.instance as RestartableInstance).restart({
+            ...this.startOptions(context),
+            clock: cached.clock,
+          });
+          cached.snapshotIndex = context.snapshotIndex;
+        }
+        // Most recently used: to the end of the map.
+        this.live.delete(context.sessionId);
+        this.live.set(context.sessionId, cached);
+        cached.busy++;
+        return cached;
+      }
+      this.drop(context.sessionId, cached);
     }
-    if (cached && !reusable && cached.busy === 0 && isRestartable(cached.instance)) {
-      // The same instance, made anew from the stored state with this call's seed and clock: what `open`
-      // would make, without a new instance per call (see TypeScriptInstance#restart).
-      cached.clock = new CallClock();
-      cached.instance.restart({ ...this.startOptions(context), clock: cached.clock });
-      cached.snapshotIndex = context.snapshotIndex;
-      this.live.delete(context.sessionId);
-      this.live.set(context.sessionId, cached);
-      cached.busy++;
-      return cached;
-    }
-    if (cached) this.drop(context.sessionId, cached);
     const clock = new CallClock();
     const instance = await this.open(context, clock);
     const entry: Live = { instance, clock, snapshotIndex: context.snapshotIndex, busy: 1 };
@@ -183,16 +191,20 @@ export class CodeSimulator implements Simulator {
     return entry;
   }
 
+  /** The seed of a session's instance at a snapshot. */
+  private instanceSeed(context: SimulationContext): string {
+    return `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
+  }
+
   /** What a call's instance of an environment that starts from any state is made with (but the clock). */
   private startOptions(context: SimulationContext): { state: unknown; seed: string } {
-    const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
-    return { state: context.state, seed: `${seed}:${context.random.seed}` };
+    return { state: context.state, seed: `${this.instanceSeed(context)}:${context.random.seed}` };
   }
 
   private async open(context: SimulationContext, clock: CallClock): Promise<EnvironmentInstance> {
     if (!isReplayingEnvironment(this.environment))
       return this.environment.create({ ...this.startOptions(context), clock });
-    const seed = `${this.seed ?? "code"}:${context.sessionId}:${context.snapshotIndex}`;
+    const seed = this.instanceSeed(context);
     const lineage = context.lineage;
     return this.environment.restore({
       state: context.state,
@@ -224,20 +236,9 @@ export class CodeSimulator implements Simulator {
   }
 }
 
-/** An instance that can be made anew in place (TypeScript environments: see TypeScriptInstance#restart). */
-type RestartableInstance = EnvironmentInstance & { restart(options: CreateOptions): void };
-
 function isRestartable(instance: EnvironmentInstance): instance is RestartableInstance {
   return typeof (instance as Partial<RestartableInstance>).restart === "function";
 }
-
-/** An instance that may be told which schema its call's arguments were already validated against. */
-type CheckedInstance = {
-  step(
-    call: { name: string; arguments?: unknown },
-    options: { checkedAgainst?: object },
-  ): ReturnType<EnvironmentInstance["step"]>;
-};
 
 function replayCall(entry: HistoryEntry): ReplayCall {
   const args = entry.request.arguments;
