@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Scenario } from "../../src/users/scenario/index.js";
 import { USER_TOOL_KINDS, UserToolFactory, userToolKindSummaries } from "../../src/users/simulator/index.js";
+import { cli } from "../helpers/cli.js";
 
 /**
  * User-tool kinds live in one registry (users/simulator/toolbox.ts): the factory checks and builds
@@ -35,5 +36,14 @@ describe("user-tool kinds", () => {
     const listed = { ...scenario, userTools: [{ name: "x", kind: ["mock"] }] } as unknown as Scenario;
     expect(() => new UserToolFactory().check([listed])).toThrow(/unknown kind \["mock"\]/);
     expect(Object.isFrozen(USER_TOOL_KINDS)).toBe(true);
+  });
+
+  it("are listed with their summaries in `users run --help`", async () => {
+    const help = await cli(["users", "run", "--help"]);
+    expect(help.code).toBe(0);
+    for (const [kind, summary] of Object.entries(userToolKindSummaries()))
+      expect(help.stdout).toMatch(
+        new RegExp(`^  ${kind} +${summary.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"),
+      );
   });
 });

@@ -17,6 +17,7 @@ import {
   usersRunVerdict,
 } from "../../../users/run/index.js";
 import { loadScenarios } from "../../../users/scenario/index.js";
+import { userToolKindSummaries } from "../../../users/simulator/index.js";
 import {
   type CliIo,
   collect,
@@ -200,6 +201,11 @@ Exit codes: 0 when every run played and (unless --no-judges) was judged and ever
 more runs errored than --max-errors allows (one line per kind of error, with its count and first message) or
 a threshold failed; 2 for bad input (nothing is spent); 130 when interrupted (the first Ctrl-C or SIGTERM
 starts no new run and keeps unfinished ones for --resume).
+
+The user's own tools (a scenario's user_tools, by kind; docs/users.md):
+${Object.entries(userToolKindSummaries())
+  .map(([kind, summary]) => `  ${kind.padEnd(13)}${summary}`)
+  .join("\n")}
 `,
     )
     .action(async (options: UsersRunCliOptions, command: Command) => {
