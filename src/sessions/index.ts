@@ -9,11 +9,14 @@ export {
   type PostgresStoreOptions,
 } from "./postgres-store.js";
 export { SqliteStore } from "./sqlite-store.js";
+export { checkStepBase } from "./step-base.js";
 export {
   type HistoryEntry,
   SESSION_SCHEMA_VERSION,
   type SessionContents,
   type SessionRecord,
   type Snapshot,
+  type StepBase,
+  type StepState,
   type Store,
 } from "./types.js";

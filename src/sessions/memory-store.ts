@@ -1,12 +1,14 @@
 import { TerrariumError } from "../core/errors.js";
 import { toImmutableJson } from "../core/immutable-json.js";
 import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
+import { checkStepBase } from "./step-base.js";
 import type {
   HistoryEntry,
   SessionContents,
   SessionHead,
   SessionRecord,
   Snapshot,
+  StepBase,
   StepState,
   Store,
 } from "./types.js";
@@ -66,6 +68,7 @@ const MIN_CHAIN_BYTES = 4096;
  * reads it at no cost; an older snapshot is its checkpoint with the changes since applied in one pass.
  */
 export class MemoryStore implements Store {
+  readonly stagesSteps = true;
   private readonly sessions = new Map<string, Stored>();
 
   async createSession(record: SessionRecord, initialState: unknown): Promise<void> {
@@ -164,8 +167,10 @@ export class MemoryStore implements Store {
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
     state?: StepState,
+    base?: StepBase,
   ): Promise<HistoryEntry> {
     const stored = this.get(id);
+    if (base) checkStepBase(id, base, stored.history.length - 1, stored.latest.index);
     // Build everything before changing anything, so a value that cannot be stored leaves no trace.
     const full: HistoryEntry = { ...entry, index: stored.history.length };
     const next = state ? toImmutableJson(state.state ?? null) : undefined;

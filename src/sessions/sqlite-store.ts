@@ -8,12 +8,14 @@ import { applyChanges, diffJson, type JsonChange } from "../core/json-diff.js";
 import { openSqlite } from "../core/sqlite.js";
 import { type CheckpointPolicy, DEFAULT_CHECKPOINTS, extendsChain } from "./checkpoints.js";
 import { Lru } from "./lru.js";
+import { checkStepBase } from "./step-base.js";
 import type {
   HistoryEntry,
   SessionContents,
   SessionHead,
   SessionRecord,
   Snapshot,
+  StepBase,
   StepState,
   Store,
 } from "./types.js";
@@ -72,6 +74,8 @@ const CHECKPOINT_CACHE_SIZE = 32;
  * is kept parsed, so a call does not re-read its session's state.
  */
 export class SqliteStore implements Store {
+  /** Checks each step's base and commits a session's steps in order: the engine may pipeline calls. */
+  readonly stagesSteps = true;
   private readonly db: BetterSqlite3.Database;
   private readonly statements: ReturnType<SqliteStore["prepare"]>;
   /** The last snapshot read or written, by session: a call's read of its latest state costs one query. */
@@ -353,6 +357,7 @@ export class SqliteStore implements Store {
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
     state?: StepState,
+    base?: StepBase,
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
     let ends: Ends | undefined;
@@ -366,6 +371,7 @@ export class SqliteStore implements Store {
       const head = known ?? this.statements.writeHead.get(id, id, id);
       if (!head || head.record === null || head.snapshot === null)
         throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+      if (base) checkStepBase(id, base, head.call ?? -1, head.snapshot);
       ends = { record: head.record, snapshot: head.snapshot, call: head.call };
       const full: HistoryEntry = { ...entry, index: (head.call ?? -1) + 1 };
       if (state) {

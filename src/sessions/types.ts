@@ -67,6 +67,15 @@ export interface StepState {
   changes?: readonly JsonChange[];
 }
 
+/**
+ * Where a step was computed from: the session's last call (-1 before the first) and latest snapshot as
+ * the engine read them. A store given one refuses the step when the session no longer ends there.
+ */
+export interface StepBase {
+  lastCall: number;
+  snapshot: number;
+}
+
 /** A whole session to store at once (an import): snapshots and history as they are, indexes included. */
 export interface SessionContents {
   snapshots: Snapshot[];
@@ -106,13 +115,23 @@ export interface Store {
   /**
    * Appends a history entry and, when given, the snapshot it produced, in one transaction. The cost must
    * not grow with the session's history (no counting or reading of earlier entries or snapshots beyond a
-   * bounded chain).
+   * bounded chain). With `base`, a step computed on a session that has since moved on (in practice: an
+   * earlier step of a pipeline that failed to be stored) is refused (STORE_UNAVAILABLE, `staleStep`).
    */
   appendStep(
     id: string,
     entry: Omit<HistoryEntry, "index" | "snapshot">,
     state?: StepState,
+    base?: StepBase,
   ): Promise<HistoryEntry>;
+  /**
+   * Set by a store that checks `appendStep`'s `base` and stores each session's steps in the order they
+   * were asked for, holding no lock across a call. The engine then starts a session's next call on the
+   * last one's result before it is stored, and answers each call only once it is (a store that commits
+   * in groups then commits a session's queued calls together). A store shared by several processes
+   * serialises calls with `withSessionLock` instead and leaves this unset.
+   */
+  readonly stagesSteps?: boolean;
   /** Appends a snapshot that no call produced (set, reset, real). */
   appendSnapshot(id: string, state: unknown, reason: Snapshot["reason"], at: string): Promise<Snapshot>;
   /** Stores a whole session in one transaction (snapshot 0 first, indexes consecutive): all or nothing. */

@@ -17,6 +17,7 @@ import {
   type SessionHead,
   type SessionRecord,
   type Snapshot,
+  type StepBase,
   type StepState,
   type Store,
 } from "../sessions/types.js";
@@ -93,6 +94,8 @@ export interface CallOutcome {
 /** A call as it goes through `callNow`: what its record needs, filled in as it is learnt. */
 interface CallInProgress {
   id: string;
+  /** Where the session ended when the call started: its step is built on this. */
+  head: SessionHead;
   at: string;
   recorded: { name: string; arguments: unknown };
   semantic: CallOutcome["semantic"];
@@ -107,6 +110,28 @@ interface CallInProgress {
    * never mistaken for a snapshot with the same index written later, here or by another replica.
    */
   simulatedChanges: boolean;
+}
+
+/**
+ * A call whose step has been handed to the store: `outcome` settles once it is stored (or not). The
+ * session's next call may start before then (see `Staged`).
+ */
+interface CallTicket {
+  outcome: Promise<CallOutcome>;
+}
+
+/**
+ * A session's steps handed to a store that stages steps (`Store.stagesSteps`) and not yet known to be
+ * stored. The session's next call starts from `head`, where they leave it, instead of reading the store;
+ * each call is answered only once its own step is stored, so acknowledged still means stored. A step
+ * that fails to be stored fails every later one built on it (the store checks each step's base); the
+ * next call then waits for them all to settle and reads the store.
+ */
+interface Staged {
+  head: SessionHead;
+  /** The latest step's write: the store settles a session's writes in order, so this one settles last. */
+  last: Promise<HistoryEntry>;
+  failed: boolean;
 }
 
 export interface SessionExport {
@@ -133,6 +158,8 @@ export class Engine {
   private readonly ids: IdGenerator;
   private readonly seed: string;
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Sessions with steps handed to the store and not yet stored (see `Staged`). */
+  private readonly staged = new Map<string, Staged>();
   private readonly maxJsonDepth: number;
   private readonly maxResultBytes: number;
   private readonly maxReplaySteps: number;
@@ -239,6 +266,7 @@ export class Engine {
   async setState(id: string, state: unknown, reason: Snapshot["reason"] = "set"): Promise<Snapshot> {
     const admitted = this.admitState(state);
     return this.serial(id, async () => {
+      await this.drain(id);
       await this.session(id);
       const at = await this.nextTime(id);
       this.forget(id);
@@ -324,7 +352,7 @@ export class Engine {
     request: { name: string; arguments?: unknown },
     options?: { owner: string | undefined },
   ): Promise<CallOutcome> {
-    return this.serial(id, () => this.callNow(id, request, this.policy, options));
+    return this.serial(id, () => this.callNow(id, request, this.policy, options)).then(outcomeOf);
   }
 
   /**
@@ -367,7 +395,7 @@ export class Engine {
       await this.serial(session.id, async () => {
         for (const entry of history) {
           await slicer.pause();
-          outcomes.push(await this.callNow(session.id, entry.request, policy));
+          outcomes.push(await (await this.callNow(session.id, entry.request, policy)).outcome);
         }
       });
     } catch (error) {
@@ -430,12 +458,14 @@ export class Engine {
     request: { name: string; arguments?: unknown },
     policy: SimulatorPolicy = this.policy,
     expected?: { owner: string | undefined },
-  ): Promise<CallOutcome> {
+  ): Promise<CallTicket> {
     // Arguments are stored with the call: ones too deep to export are refused before anything is recorded.
     this.checkArguments(request.arguments);
     // The session, its latest state and where its history ends, read together (one round trip for a store
-    // over the network); nothing here grows with the session's history.
-    const { record: session, snapshot, lastCall } = await this.head(id);
+    // over the network), or where the session's staged steps leave it; nothing here grows with the
+    // session's history.
+    const head = await this.startOf(id);
+    const { record: session, snapshot, lastCall } = head;
     if (expected && session.owner !== expected.owner) {
       this.owners.delete(id);
       throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
@@ -446,6 +476,7 @@ export class Engine {
     // What the call's record (`recordCall`) needs, filled in as the call goes.
     const call: CallInProgress = {
       id,
+      head,
       at,
       recorded,
       semantic: "not-run",
@@ -493,7 +524,11 @@ export class Engine {
     }
     const simulator = this.simulatorFor(tool, policy);
     // Simulators see a window of recent calls, read only for those that look at it.
-    const history = simulator.readsHistory === false ? [] : await this.store.history(id, HISTORY_WINDOW);
+    // (Read once the session's staged steps are stored, so the window ends with the last call.)
+    const history =
+      simulator.readsHistory === false
+        ? []
+        : await this.drain(id).then(() => this.store.history(id, HISTORY_WINDOW));
     let result: SimulationResult;
     try {
       result = await simulator.simulate({
@@ -507,7 +542,7 @@ export class Engine {
         // seeds itself from it).
         random: createRandom(`${session.seed}:${callCount}`),
         now: at,
-        lineage: sessionLineage.bind(undefined, this.store, id),
+        lineage: (replayable) => this.drain(id).then(() => sessionLineage(this.store, id, replayable)),
       });
       call.seed = result.seed;
       call.simulatedChanges = result.changes.length > 0;
@@ -603,7 +638,8 @@ export class Engine {
 
   /**
    * Records a call (its history entry and, when it changed the state, its snapshot, in one store write)
-   * and gives its outcome. A method, not a closure per call.
+   * and gives its ticket. With a store that stages steps, the session's next call may start as soon as
+   * this returns, from where this step leaves the session (`Staged`); otherwise this waits for the write.
    */
   private async recordCall(
     call: CallInProgress,
@@ -611,8 +647,8 @@ export class Engine {
     simulator: string,
     newState?: unknown,
     changes?: readonly JsonChange[],
-  ): Promise<CallOutcome> {
-    const { id, simulatedChanges } = call;
+  ): Promise<CallTicket> {
+    const { id, head, simulatedChanges } = call;
     // Built field by field in the order a history entry always had (no spread of temporary objects).
     const step: Omit<HistoryEntry, "index" | "snapshot"> = {
       at: call.at,
@@ -633,15 +669,79 @@ export class Engine {
       stepState = { state: newState, reason: "step" };
       if (changes) stepState.changes = changes;
     }
-    let entry: HistoryEntry;
+    const stages = this.store.stagesSteps === true;
+    const base: StepBase | undefined = stages
+      ? { lastCall: head.lastCall ? head.lastCall.index : -1, snapshot: head.snapshot.index }
+      : undefined;
+    let write: Promise<HistoryEntry>;
     try {
-      entry = await this.store.appendStep(id, step, stepState);
+      write = this.store.appendStep(id, step, stepState, base);
     } catch (error) {
-      if (simulatedChanges) this.forget(id);
-      throw error;
+      write = Promise.reject(error);
     }
-    if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
-    return { ...result, simulator, step: entry.index, semantic: call.semantic };
+    if (base) {
+      const at = call.at;
+      this.stage(id, write, {
+        record: head.record,
+        snapshot:
+          stepState === undefined
+            ? head.snapshot
+            : { index: base.snapshot + 1, at, reason: "step", state: stepState.state },
+        lastCall: { index: base.lastCall + 1, at },
+      });
+    }
+    const outcome = write.then(
+      (entry): CallOutcome => {
+        if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
+        return { ...result, simulator, step: entry.index, semantic: call.semantic };
+      },
+      (error: unknown) => {
+        if (simulatedChanges) this.forget(id);
+        throw error;
+      },
+    );
+    // Without staging, the session's next call waits until this one is stored.
+    if (!base) await outcome.catch(ignore);
+    return { outcome };
+  }
+
+  /** Notes a step handed to a staging store: the session's next call starts from `next`. */
+  private stage(id: string, write: Promise<HistoryEntry>, next: SessionHead): void {
+    let staged = this.staged.get(id);
+    if (staged) {
+      staged.head = next;
+      staged.last = write;
+    } else {
+      staged = { head: next, last: write, failed: false };
+      this.staged.set(id, staged);
+    }
+    const entry = staged;
+    const settled = (): void => {
+      // The last staged step settled: the store now holds all there is (nothing to start from but it).
+      if (entry.last === write && this.staged.get(id) === entry) this.staged.delete(id);
+    };
+    write.then(settled, () => {
+      entry.failed = true;
+      settled();
+    });
+  }
+
+  /**
+   * Where a call starts: where the session's staged steps leave it, or (with none, or once one failed
+   * and they have all settled) the store's read.
+   */
+  private async startOf(id: string): Promise<SessionHead> {
+    const staged = this.staged.get(id);
+    if (staged === undefined) return this.head(id);
+    if (!staged.failed) return staged.head;
+    await this.drain(id);
+    return this.head(id);
+  }
+
+  /** Resolves once none of the session's staged steps is waiting for the store. */
+  private async drain(id: string): Promise<void> {
+    for (let staged = this.staged.get(id); staged; staged = this.staged.get(id))
+      await staged.last.catch(ignore);
   }
 
   /** What a call reads first: the session, its latest snapshot, its last call (see `Store.head`). */
@@ -792,6 +892,12 @@ export class Engine {
     if (this.queues.get(id) === settled) this.queues.delete(id);
   }
 }
+
+function outcomeOf(ticket: CallTicket): Promise<CallOutcome> {
+  return ticket.outcome;
+}
+
+function ignore(): void {}
 
 /** Runs `task` now; a synchronous throw becomes a rejection, as it would inside `then`. */
 function startNow<T>(task: () => Promise<T>): Promise<T> {
