@@ -276,6 +276,11 @@ export class SqliteStore implements Store {
     return this.ends.get(id);
   }
 
+  /** Drops every kept session end: a write that set one was taken back. */
+  private forgetEnds(): void {
+    this.ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
+  }
+
   /**
    * The record read as `text`, parsed once for as long as the text stays the same. Frozen: the head is
    * the engine's own read, and the same object serves every call.
@@ -360,19 +365,15 @@ export class SqliteStore implements Store {
     base?: StepBase,
   ): Promise<HistoryEntry> {
     const next = state === undefined ? undefined : toImmutableJson(state.state ?? null);
-    let ends: Ends | undefined;
     const written = await this.groupCommit(() => {
       // Where the session's snapshots and history end, in the write's own transaction: known here unless
-      // another connection committed since, else read (one statement).
+      // another connection committed since (or this write's batch failed), else read (one statement).
       const known = this.confirmedEnds(id);
-      // Until this write has committed, what is known of the session is its read (a second write of the
-      // session in the same batch reads where this one ended).
       this.ends.delete(id);
       const head = known ?? this.statements.writeHead.get(id, id, id);
       if (!head || head.record === null || head.snapshot === null)
         throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
       if (base) checkStepBase(id, base, head.call ?? -1, head.snapshot);
-      ends = { record: head.record, snapshot: head.snapshot, call: head.call };
       const full: HistoryEntry = { ...entry, index: (head.call ?? -1) + 1 };
       if (state) {
         const index = head.snapshot + 1;
@@ -383,19 +384,14 @@ export class SqliteStore implements Store {
         full.snapshot = index;
       }
       this.statements.insertHistory.run(id, full.index, JSON.stringify(full));
+      // Where the session ends once this write stands: a later write of it in the same batch (a staged
+      // step) starts there without a read. Dropped, all of it, if the batch does not commit.
+      this.ends.set(id, { record: head.record, snapshot: full.snapshot ?? head.snapshot, call: full.index });
       return full;
     });
     if (written.snapshot !== undefined && state)
       this.latest.set(id, { index: written.snapshot, at: entry.at, reason: state.reason, state: next });
     this.lastCalls.set(id, { index: written.index, at: written.at });
-    // Committed: the session ends where this write left it (dropped if another connection commits).
-    const read = ends as Ends | undefined;
-    if (read)
-      this.ends.set(id, {
-        record: read.record,
-        snapshot: written.snapshot ?? read.snapshot,
-        call: written.index,
-      });
     return written;
   }
 
@@ -548,6 +544,7 @@ export class SqliteStore implements Store {
       try {
         value = this.transaction(write.work);
       } catch (error) {
+        this.forgetEnds();
         write.reject(error);
         return;
       }
@@ -563,12 +560,14 @@ export class SqliteStore implements Store {
             // Nested: a savepoint inside the batch's transaction.
             return { value: this.transaction(write.work) };
           } catch (error) {
+            this.forgetEnds();
             return { error };
           }
         }),
       );
       this.committedOne();
     } catch (error) {
+      this.forgetEnds();
       for (const write of batch) write.reject(error);
       return;
     }

@@ -68,6 +68,55 @@ describe("SQLite store: a call's reads and write", () => {
     await two.close();
   });
 
+  it("writes a session's staged steps of one batch without reading where each ends, and forgets what a failed batch wrote", async () => {
+    const store = new SqliteStore(file());
+    await store.createSession({ id: "s", createdAt: "2025-01-01T00:00:00.000Z", seed: "1" }, { n: 0 });
+    await store.appendStep("s", step(0), {
+      state: { n: 0.5 },
+      reason: "step",
+      changes: [{ op: "replace", path: "/n", before: 0, after: 0.5 }],
+    });
+    const counter = countStatements(store);
+    // Eight steps of one session asked for in one turn, each built on the one before (the engine's
+    // staged steps): one batch, and per step only the check that no other connection committed (a
+    // pragma), the snapshot's changes and the history entry; no read of where the session ends.
+    const writes = Array.from({ length: 8 }, (_, k) =>
+      store.appendStep(
+        "s",
+        step(k + 1),
+        {
+          state: { n: k + 1 },
+          reason: "step",
+          changes: [{ op: "replace", path: "/n", before: k, after: k + 1 }],
+        },
+        { lastCall: k, snapshot: k + 1 },
+      ),
+    );
+    expect((await Promise.all(writes)).map((entry) => entry.index)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(counter.count).toBeLessThanOrEqual(8 * 3);
+
+    // A batch whose commit fails takes back what its writes said of where the session ends.
+    const transaction = (store as unknown as { transaction: (work: () => unknown) => unknown }).transaction;
+    (store as unknown as { transaction: (work: () => unknown) => unknown }).transaction = (work) => {
+      transaction(work);
+      throw new Error("the commit failed");
+    };
+    await expect(store.appendStep("s", step(9), undefined, { lastCall: 8, snapshot: 9 })).rejects.toThrow(
+      "the commit failed",
+    );
+    (store as unknown as { transaction: (work: () => unknown) => unknown }).transaction = transaction;
+    // (The failed write did commit here, the test's own doing; what matters is that the store reads the
+    // session again rather than trusting what the failed batch said.)
+    const head = await store.head("s");
+    expect(head.lastCall?.index).toBe(9);
+    await expect(
+      store.appendStep("s", step(10), undefined, { lastCall: 8, snapshot: 9 }),
+    ).rejects.toMatchObject({
+      code: "STORE_UNAVAILABLE",
+    });
+    await store.close();
+  });
+
   it("refuses a step on a session that does not exist, and stores nothing of it", async () => {
     const store = new SqliteStore(file());
     await expect(
