@@ -451,14 +451,15 @@ export function watchEngineCalls(engine: Engine, watcher: CallWatcher): () => vo
     watchers = set;
     engineWatchers.set(engine, set);
     const call = engine.call.bind(engine);
-    engine.call = async (sessionId, request) => {
+    // The caller's options (the owner the engine checks at its own read of the session) pass through.
+    engine.call = async (sessionId, request, options) => {
       const started = performance.now();
       const tool = engine.catalog.get(request.name) ? request.name : UNKNOWN_TOOL;
       let outcome: CallOutcome;
       try {
         outcome = await (tracingEnabled()
-          ? traceToolCall(sessionId, request.name, () => call(sessionId, request))
-          : call(sessionId, request));
+          ? traceToolCall(sessionId, request.name, () => call(sessionId, request, options))
+          : call(sessionId, request, options));
       } catch (error) {
         const seconds = (performance.now() - started) / 1000;
         for (const each of set) each({ sessionId, tool, seconds, error });

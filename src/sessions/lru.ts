@@ -18,4 +18,7 @@ export class Lru<K, V> {
   delete(key: K): void {
     this.map.delete(key);
   }
+  clear(): void {
+    this.map.clear();
+  }
 }

@@ -102,7 +102,7 @@ export class SqliteStore implements Store {
    * call's two reads of where its session ends (before it runs, and in its write's transaction) are then
    * that pragma instead of a three-part query each.
    */
-  private ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
+  private readonly ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
   private version: number | undefined;
   /** Writes waiting for the next group commit (see `groupCommit`). */
   private queue: QueuedWrite[] = [];
@@ -270,15 +270,21 @@ export class SqliteStore implements Store {
     const version = this.statements.dataVersion.get() as number;
     if (version !== this.version) {
       this.version = version;
-      this.ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
+      this.ends.clear();
       return undefined;
     }
     return this.ends.get(id);
   }
 
-  /** Drops every kept session end: a write that set one was taken back. */
-  private forgetEnds(): void {
-    this.ends = new Lru<string, Ends>(STATE_CACHE_SIZE);
+  /**
+   * Drops what a write taken back may have left in the caches: where sessions end, and latest states and
+   * chains it read or wrote inside its transaction (a later write of the same session in its batch reads
+   * the first one's snapshot, not yet committed, to diff against it).
+   */
+  private forgetUncommitted(): void {
+    this.ends.clear();
+    this.latest.clear();
+    this.chains.clear();
   }
 
   /**
@@ -544,7 +550,7 @@ export class SqliteStore implements Store {
       try {
         value = this.transaction(write.work);
       } catch (error) {
-        this.forgetEnds();
+        this.forgetUncommitted();
         write.reject(error);
         return;
       }
@@ -560,14 +566,14 @@ export class SqliteStore implements Store {
             // Nested: a savepoint inside the batch's transaction.
             return { value: this.transaction(write.work) };
           } catch (error) {
-            this.forgetEnds();
+            this.forgetUncommitted();
             return { error };
           }
         }),
       );
       this.committedOne();
     } catch (error) {
-      this.forgetEnds();
+      this.forgetUncommitted();
       for (const write of batch) write.reject(error);
       return;
     }

@@ -304,6 +304,9 @@ export class Engine {
   async deleteSession(id: string): Promise<boolean> {
     this.forget(id);
     this.owners.delete(id);
+    // Calls queued behind a staged write read the store (and find no session) instead of running on.
+    const staged = this.staged.get(id);
+    if (staged) staged.failed = true;
     return this.store.deleteSession(id);
   }
 
@@ -669,6 +672,9 @@ export class Engine {
       stepState = { state: newState, reason: "step" };
       if (changes) stepState.changes = changes;
     }
+    // Changes a live instance applied that no snapshot will hold: dropped now, before the session's next
+    // call (which may start before this write settles) can use that instance.
+    if (simulatedChanges && stepState === undefined) this.forget(id);
     const stages = this.store.stagesSteps === true;
     const base: StepBase | undefined = stages
       ? { lastCall: head.lastCall ? head.lastCall.index : -1, snapshot: head.snapshot.index }
@@ -691,12 +697,11 @@ export class Engine {
       });
     }
     const outcome = write.then(
-      (entry): CallOutcome => {
-        if (simulatedChanges && entry.snapshot === undefined) this.forget(id);
-        return { ...result, simulator, step: entry.index, semantic: call.semantic };
-      },
+      (entry): CallOutcome => ({ ...result, simulator, step: entry.index, semantic: call.semantic }),
       (error: unknown) => {
-        if (simulatedChanges) this.forget(id);
+        // Whatever a live instance did for this call (and for the staged calls after it, refused too),
+        // even without changing the state (a hidden counter), is not stored: it is rebuilt from the store.
+        this.forget(id);
         throw error;
       },
     );
