@@ -265,20 +265,28 @@ export class Engine {
   /** Replaces the state (a new snapshot); simulators holding live objects rebuild from it. */
   async setState(id: string, state: unknown, reason: Snapshot["reason"] = "set"): Promise<Snapshot> {
     const admitted = this.admitState(state);
+    return this.serial(id, () => this.setStateNow(id, admitted, reason));
+  }
+
+  /**
+   * Back to the session's first snapshot. Queued at once, like a call: a call made after `reset` runs on
+   * the reset state.
+   */
+  async reset(id: string): Promise<Snapshot> {
     return this.serial(id, async () => {
-      await this.drain(id);
-      await this.session(id);
-      const at = await this.nextTime(id);
-      this.forget(id);
-      return this.store.appendSnapshot(id, admitted, reason, at);
+      const first = await this.store.snapshot(id, 0);
+      if (!first) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
+      return this.setStateNow(id, first.state, "reset");
     });
   }
 
-  /** Back to the session's first snapshot. */
-  async reset(id: string): Promise<Snapshot> {
-    const first = await this.store.snapshot(id, 0);
-    if (!first) throw new TerrariumError("UNKNOWN_SESSION", `there is no session ${id}`);
-    return this.setState(id, first.state, "reset");
+  /** `setState`'s work, in the session's turn: after the session's staged steps are stored. */
+  private async setStateNow(id: string, admitted: unknown, reason: Snapshot["reason"]): Promise<Snapshot> {
+    await this.drain(id);
+    await this.session(id);
+    const at = await this.nextTime(id);
+    this.forget(id);
+    return this.store.appendSnapshot(id, admitted, reason, at);
   }
 
   /** A new session starting from a snapshot of this one (the latest by default). */

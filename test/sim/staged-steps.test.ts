@@ -158,6 +158,19 @@ describe("staged steps: a session's queued calls pipelined to the store", () => 
     await engine.close();
   });
 
+  it("queues a reset like a call: a call made after it runs on the reset state", async () => {
+    const engine = await bankEngine(new SqliteStore(file()));
+    const { id } = await engine.createSession();
+    await engine.call(id, transfer(0));
+    const reset = engine.reset(id);
+    const after = engine.call(id, { name: "get_account", arguments: { account_id: "ACC-1001" } });
+    const [snapshot, read] = await Promise.all([reset, after]);
+    expect(snapshot.reason).toBe("reset");
+    const initial = (await bank?.initialState()) as { accounts: Record<string, { balance: number }> };
+    expect((read.observation as { balance: number }).balance).toBe(initial.accounts["ACC-1001"]?.balance);
+    await engine.close();
+  });
+
   it("shows a simulator that reads the history every earlier call, however many are queued", async () => {
     const counting: Simulator = {
       name: "llm",
