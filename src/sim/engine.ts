@@ -124,13 +124,13 @@ interface CallTicket {
  * A session's steps handed to a store that stages steps (`Store.stagesSteps`) and not yet known to be
  * stored. The session's next call starts from `head`, where they leave it, instead of reading the store;
  * each call is answered only once its own step is stored, so acknowledged still means stored. A step
- * that fails to be stored fails every later one built on it (the store checks each step's base); the
- * next call then waits for them all to settle and reads the store.
+ * that fails to be stored fails every later one built on it (the store checks each step's base).
  */
 interface Staged {
   head: SessionHead;
   /** The latest step's write: the store settles a session's writes in order, so this one settles last. */
   last: Promise<HistoryEntry>;
+  /** A write failed (or the session was deleted): the next call waits for all to settle and reads the store. */
   failed: boolean;
 }
 
@@ -145,7 +145,8 @@ export interface SessionExport {
  * The simulation engine: route -> syntactic validation -> simulator chosen per tool -> output validation
  * -> tolerant application of the changes -> one atomic store write -> outcome. Invalid calls, tool errors
  * and simulator failures are data (a status and errors) and are recorded in the history; only a call that
- * changes the state produces a snapshot. Calls on one session run one at a time.
+ * changes the state produces a snapshot. Calls on one session run one at a time; with a store that stages
+ * steps, the next starts once the last one's step is handed to the store, not once it is stored.
  */
 export class Engine {
   readonly catalog: Catalog;
