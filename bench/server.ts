@@ -12,7 +12,7 @@ import { Hono } from "hono";
 import { Catalog, loadToolFile } from "../src/catalog/index.js";
 import { Models, parseConfig } from "../src/models/index.js";
 import { createApp } from "../src/server/index.js";
-import { buildEngine } from "../src/server/start.js";
+import { buildEngine } from "../src/sim/build-engine.js";
 import { Engine, LlmSimulator } from "../src/sim/index.js";
 import { startScriptedLlmServer } from "../test/helpers/scripted-llm-server.js";
 import type { BenchResult } from "./report.js";

@@ -11,8 +11,8 @@ import { Catalog } from "../src/catalog/index.js";
 import { diffEnvSim, diffJson, ManualClock } from "../src/core/index.js";
 import { BUILTIN_ENVIRONMENTS, type Environment } from "../src/envs/index.js";
 import { createApp } from "../src/server/app.js";
-import { buildEngine } from "../src/server/start.js";
 import { MemoryStore, SqliteStore, type Store } from "../src/sessions/index.js";
+import { buildEngine } from "../src/sim/build-engine.js";
 import { CodeSimulator, Engine } from "../src/sim/index.js";
 import { type BenchResult, stepsPerSecond } from "./report.js";
 

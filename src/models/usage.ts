@@ -132,3 +132,13 @@ export function usageOf(
     cachedInputTokens: record.cachedInputTokens,
   };
 }
+
+/** A usage ledger that also notes when each call was accounted. */
+export class TimedLedger extends UsageLedger {
+  readonly times: number[] = [];
+
+  override add(record: UsageRecord): void {
+    super.add(record);
+    this.times.push(Date.now() / 1000);
+  }
+}

@@ -10,6 +10,7 @@ import { McpHttpEndpoint, type McpHttpOptions } from "../mcp/server.js";
 import type { UsageLedger } from "../models/usage.js";
 import type { OpenEnvServer } from "../rl/openenv/server.js";
 import type { Engine } from "../sim/engine.js";
+import { describePolicy } from "../sim/policy.js";
 import type { StateUpdate, StateUpdateRequest } from "../sim/state-updater.js";
 import { createFastPath, REQUEST_ID, setFastPath } from "./fast-path.js";
 import {
@@ -34,7 +35,7 @@ import {
 import { errorCodeOf, ServerMetrics, UNMATCHED_ROUTE } from "./metrics.js";
 import { renderDocsPage, routesToOpenApi } from "./openapi.js";
 import { openEnvRoutes } from "./openenv-routes.js";
-import { bareProfile, describePolicy, type ServerProfile } from "./profile.js";
+import { bareProfile, type ServerProfile } from "./profile.js";
 import { QuotaGuard, type TokenQuotas } from "./quotas.js";
 import { type Route, type RouteGroup, RouteTable } from "./route-table.js";
 import { SCHEMAS } from "./schemas.js";

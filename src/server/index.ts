@@ -16,15 +16,9 @@ export {
   watchEngineCalls,
   watchLedger,
 } from "./metrics.js";
-export {
-  bareProfile,
-  describeProfile,
-  type SemanticValidationStatus,
-  type ServerProfile,
-  semanticValidationOf,
-} from "./profile.js";
+export { bareProfile, describeProfile, type ServerProfile } from "./profile.js";
 export { type HttpMethod, type Route, type RouteSpec, RouteTable } from "./route-table.js";
 export { DEFAULT_DRAIN_TIMEOUT_SECONDS, Drain, type ShutdownReport } from "./shutdown.js";
-export { buildEngine, type ServeOptions, startServer } from "./start.js";
+export { type ServeOptions, startServer } from "./start.js";
 export { defaultApiNames, type ToolRouteKind, toolRoutes } from "./tool-routes.js";
 export { SPAN_ATTRIBUTES, TRACER_NAME } from "./tracing.js";

@@ -1,26 +1,6 @@
-import type { TerrariumConfig } from "../models/config.js";
 import type { SimulatorPolicy } from "../sim/engine.js";
-import { validatorModel } from "../sim/semantic.js";
-
-/** Whether calls are checked by a model for semantic fit, and which model does it. */
-export interface SemanticValidationStatus {
-  enabled: boolean;
-  /** The model serving the validator role, or null. */
-  model: string | null;
-  /** Where the model comes from: `roles.validator`, or `roles.default` (which serves every role). */
-  source: "roles.validator" | "roles.default" | null;
-}
-
-/**
- * The one place that decides whether semantic validation runs: the validator role is served like every
- * other role, by `roles.validator` or else `roles.default`. `serve` builds its validator from this, its
- * start-up banner prints it and /health reports it, so the three always agree.
- */
-export function semanticValidationOf(config: TerrariumConfig): SemanticValidationStatus {
-  const model = validatorModel(config) ?? null;
-  if (!model) return { enabled: false, model: null, source: null };
-  return { enabled: true, model, source: config.roles.validator ? "roles.validator" : "roles.default" };
-}
+import { describePolicy } from "../sim/policy.js";
+import type { SemanticValidationStatus } from "../sim/semantic.js";
 
 /** What a running server is made of, as the banner and /health report it. */
 export interface ServerProfile {
@@ -51,17 +31,6 @@ export function bareProfile(simulators: string[] = ["schema"]): ServerProfile {
     models: { simulator: null, validator: null },
     semanticValidation: { enabled: false, model: null, source: null },
   };
-}
-
-/** The policy in a line: `auto`, `llm`, or `read=proxy, write=llm, send_email=schema, else auto`. */
-export function describePolicy(policy: SimulatorPolicy): string {
-  if (typeof policy === "string") return policy;
-  const parts: string[] = [];
-  for (const key of ["read", "write", "unknown"] as const)
-    if (policy[key]) parts.push(`${key}=${policy[key]}`);
-  for (const [tool, name] of Object.entries(policy.tools ?? {})) parts.push(`${tool}=${name}`);
-  parts.push(`else ${policy.default ?? "auto"}`);
-  return parts.join(", ");
 }
 
 /** The semantic-validation clause of the banner, from the same status /health reports. */

@@ -1,39 +1,27 @@
 import { existsSync } from "node:fs";
 import type { Server } from "node:http";
-import { basename } from "node:path";
 import { serve } from "@hono/node-server";
-import { distance } from "fastest-levenshtein";
-import { Catalog, loadCatalog } from "../catalog/catalog.js";
 import { isPlainObject } from "../catalog/json-schema.js";
 import { readDocument } from "../catalog/read-document.js";
 import type { Tool } from "../catalog/tool.js";
 import { TerrariumError } from "../core/errors.js";
-import { BUILTIN_ENVIRONMENTS } from "../envs/corpus/index.js";
-import { isEnvironmentReference, loadEnvironment } from "../envs/load.js";
-import { checkSandboxSettings } from "../envs/sandbox/pool.js";
-import type { Environment } from "../envs/types.js";
 import type { McpHttpOptions } from "../mcp/server.js";
 import { loadConfig } from "../models/config.js";
 import { Models } from "../models/hub.js";
-import { UsageLedger, type UsageRecord } from "../models/usage.js";
+import { TimedLedger, type UsageLedger } from "../models/usage.js";
 import { type OpenEnvOptions, OpenEnvServer } from "../rl/openenv/server.js";
 import type { EpisodeSource } from "../rl/openenv/types.js";
 import { attachOpenEnvWebSocket } from "../rl/openenv/ws.js";
 import { openEnvEpisodes, type RlServeOptions } from "../rl/serve.js";
-import { openStore } from "../sessions/open-store.js";
 import { bootstrapState } from "../sim/bootstrap.js";
-import { Engine, type SimulatorPolicy } from "../sim/engine.js";
-import { SemanticValidator } from "../sim/semantic.js";
-import { CodeSimulator } from "../sim/simulators/code.js";
-import { LlmSimulator } from "../sim/simulators/llm.js";
-import { ProxySimulator } from "../sim/simulators/proxy.js";
+import { type BuiltEngine, buildEngine, type EngineSetup } from "../sim/build-engine.js";
+import type { Engine } from "../sim/engine.js";
 import { type StateUpdateRequest, updateStateWithModel } from "../sim/state-updater.js";
-import { isSimulatorName, SIMULATOR_NAMES, type Simulator, type SimulatorName } from "../sim/types.js";
 import { createApp } from "./app.js";
 import { withFastPath } from "./fast-path.js";
 import type { UsageEvent } from "./gecko-routes.js";
 import { ServerMetrics } from "./metrics.js";
-import { describePolicy, type ServerProfile, semanticValidationOf } from "./profile.js";
+import type { ServerProfile } from "./profile.js";
 import type { TokenQuotas } from "./quotas.js";
 import {
   DEFAULT_DRAIN_TIMEOUT_SECONDS,
@@ -47,33 +35,11 @@ import {
 } from "./shutdown.js";
 import { defaultApiNames } from "./tool-routes.js";
 
-export interface ServeOptions {
-  sources: string[];
-  /** Model for the llm simulator (otherwise roles.simulator / roles.default of the config, if any). */
-  model?: string;
-  /** terrarium.config.yaml to use. */
-  config?: string;
-  /** Base URL of the real API for the proxy simulator (hybrid mode); tools' own servers otherwise. */
-  proxy?: string;
-  /** `merged` (one call) or `gecko` (two calls) for the llm simulator. */
-  llmMode?: "merged" | "gecko";
-  state?: string;
-  /** Which simulator answers which tool: one for all, or by effect and by tool (`serve --policy`). */
-  simulator?: SimulatorPolicy;
+/** `terrarium serve`: an engine (`EngineSetup`) and the HTTP server around it. */
+export interface ServeOptions extends EngineSetup {
   port?: number;
   host?: string;
-  db?: string;
   tokens?: string[];
-  seed?: string;
-  /** Environment instances kept live (the code simulator's LRU; default 64). */
-  liveInstances?: number;
-  /** Refuse to start when any operation of the tool files had to be skipped. */
-  strict?: boolean;
-  /**
-   * Models to use (their config and ledger) instead of ones built from `config`, so a caller's own model
-   * calls and the simulator's are accounted together (gats).
-   */
-  models?: Models;
   /** How long `close` lets in-flight requests finish before closing their connections (default 10 s). */
   drainTimeoutMs?: number;
   /**
@@ -92,28 +58,10 @@ export interface ServeOptions {
     >;
 }
 
-/** What `buildEngine` made: the engine and what the server around it needs to know. */
-export interface BuiltEngine {
-  engine: Engine;
-  environment?: Environment;
-  models?: Models;
-  semantic?: SemanticValidator;
-  /** What the banner and /health report. */
-  profile: ServerProfile;
-  /** The API names each tool is also served under (`/<api>/...`): its document's title, its file name. */
-  apiNames: (tool: Tool) => string[];
-  /** Model calls by session, as Gecko's usage events. */
-  usage: { forSession: (sessionId: string) => UsageEvent[]; count: () => number };
-}
-
-/** A usage ledger that also notes when each call was accounted. */
-export class TimedLedger extends UsageLedger {
-  readonly times: number[] = [];
-
-  override add(record: UsageRecord): void {
-    super.add(record);
-    this.times.push(Date.now() / 1000);
-  }
+/** Model calls by session, as Gecko's usage events. */
+export interface SessionUsage {
+  forSession: (sessionId: string) => UsageEvent[];
+  count: () => number;
 }
 
 /**
@@ -122,7 +70,7 @@ export class TimedLedger extends UsageLedger {
  * (validator: request_validation, simulator: response_generation). Times come from a `TimedLedger`; for
  * another ledger they are when a record was first listed.
  */
-export function usageEvents(ledger: UsageLedger): BuiltEngine["usage"] {
+export function usageEvents(ledger: UsageLedger): SessionUsage {
   const seen: number[] = [];
   const timeOf = (index: number) => {
     if (ledger instanceof TimedLedger) return ledger.times[index] ?? 0;
@@ -160,216 +108,17 @@ export function usageEvents(ledger: UsageLedger): BuiltEngine["usage"] {
   };
 }
 
-/**
- * Builds the engine for `terrarium serve` (and `mcp`, `gats`, tests): tools from files, an environment's
- * tools run as code, a model for the llm simulator, the proxy to a real API. The policy is checked against
- * what is available before anything is created: every tool it sends to a simulator must be one that
- * simulator can answer, or this refuses, naming the tools and what is missing.
- */
-/**
- * A source that is neither a file nor a built-in environment is most often a mistyped environment name:
- * say which names exist, with the closest first, instead of only that no file has that name.
- */
-function checkSourcesExist(files: readonly string[]): void {
-  const missing = files.filter((file) => !/^[a-z][a-z0-9+.-]+:/i.test(file) && !existsSync(file));
-  if (missing.length === 0) return;
-  const names = Object.keys(BUILTIN_ENVIRONMENTS);
-  const problems = missing.map((file) => {
-    const name = basename(file).replace(/\.[^.]*$/, "");
-    const closest = [...names].sort((a, b) => distance(a, name) - distance(b, name))[0];
-    const hint = closest && distance(closest, name) <= 3 ? ` (did you mean ${closest}?)` : "";
-    return `${file} is neither a file nor a built-in environment${hint}`;
-  });
-  throw new TerrariumError(
-    "INVALID_INPUT",
-    `${problems.join("; ")}; the built-in environments are ${names.join(", ")}`,
-  );
-}
-
-export async function buildEngine(options: ServeOptions): Promise<BuiltEngine> {
-  const environments = options.sources.filter(isEnvironmentReference);
-  if (environments.length > 1)
-    throw new TerrariumError(
-      "INVALID_INPUT",
-      `serve one environment at a time (got ${environments.join(", ")})`,
-    );
-  const policy = options.simulator ?? "auto";
-  checkPolicyShape(policy);
-  checkSandboxSettings();
-  if (options.proxy !== undefined) checkProxyUrl(options.proxy);
-  const files = options.sources.filter((source) => !environments.includes(source));
-  checkSourcesExist(files);
-  const environment = environments[0] ? await loadEnvironment(environments[0]) : undefined;
-  const loaded =
-    files.length > 0 ? await loadCatalog(files, { strict: options.strict === true }) : new Catalog();
-  const tools: Tool[] = [...(environment?.tools ?? []), ...loaded.tools];
-  if (tools.length === 0)
-    throw new TerrariumError(
-      "INVALID_INPUT",
-      "nothing to serve: give tool definition files or an environment",
-    );
-  const catalog = new Catalog(tools, loaded.report);
-  const simulators: Simulator[] = environment
-    ? [
-        new CodeSimulator(environment, options.seed, {
-          ...(options.liveInstances !== undefined ? { maxLiveInstances: options.liveInstances } : {}),
-        }),
-      ]
-    : [];
-  // The llm simulator joins when a model is named or configured; without one, code and schema serve.
-  const config = options.models?.config ?? loadConfig(options.config ? { path: options.config } : {}).config;
-  const model = options.model ?? config.roles.simulator ?? config.roles.default;
-  const semanticStatus = semanticValidationOf(config);
-  if (usesSimulator(policy, "proxy") || options.proxy !== undefined)
-    simulators.push(new ProxySimulator(options.proxy ? { baseUrl: options.proxy } : {}));
-  // Refused here, before any model is contacted or any store opened.
-  checkPolicyCovers(policy, catalog, simulators, model !== undefined);
-  const ledger = options.models?.ledger ?? new TimedLedger();
-  let models: Models | undefined =
-    options.models && (!options.model || options.models.config.roles.simulator === options.model)
-      ? options.models
-      : undefined;
-  if (model) {
-    models ??= new Models({ config: { ...config, roles: { ...config.roles, simulator: model } }, ledger });
-    await models.backend(model); // fail now, with what to set, rather than at the first call
-    simulators.push(new LlmSimulator(models, { ...(options.llmMode ? { mode: options.llmMode } : {}) }));
-  }
-  const initialState =
-    options.state !== undefined
-      ? readDocument(options.state)
-      : environment
-        ? await environment.initialState()
-        : {};
-  // Semantic validation runs when a model serves the validator role (roles.validator, else roles.default).
-  let semantic: SemanticValidator | undefined;
-  if (semanticStatus.model) {
-    models ??= new Models({ config, ledger });
-    await models.backend(semanticStatus.model);
-    semantic = new SemanticValidator(models, "validator");
-  }
-  const engine = new Engine({
-    ...(semantic ? { semantic } : {}),
-    catalog,
-    // A postgres:// URL opens the shared Postgres store (connected and migrated here, before serving).
-    store: await openStore(options.db),
-    simulators,
-    policy,
-    initialState,
-    ...(options.seed !== undefined ? { seed: options.seed } : {}),
-  });
-  const profile: ServerProfile = {
+/** What the banner and /health report of a server over `built`. */
+function serverProfile(built: BuiltEngine, options: ServeOptions): ServerProfile {
+  return {
     sources: options.sources,
     db: options.db ?? null,
-    simulators: [...new Set([...simulators.map((simulator) => simulator.name), "schema"])],
-    policy,
+    simulators: built.simulators,
+    policy: built.policy,
     proxy: options.proxy ?? null,
-    models: { simulator: model ?? null, validator: semanticStatus.model },
-    semanticValidation: semanticStatus,
+    models: { simulator: built.simulatorModel ?? null, validator: built.semanticValidation.model },
+    semanticValidation: built.semanticValidation,
   };
-  return {
-    engine,
-    ...(environment ? { environment } : {}),
-    ...(models ? { models } : {}),
-    ...(semantic ? { semantic } : {}),
-    profile,
-    apiNames: apiNamesOf(files, environment?.name),
-    usage: usageEvents(ledger),
-  };
-}
-
-const POLICY_KEYS = ["read", "write", "unknown", "default", "tools"];
-
-/** A policy given as data (by a library caller) names simulators that exist. */
-function checkPolicyShape(policy: SimulatorPolicy): void {
-  const valid = `valid simulators: ${SIMULATOR_NAMES.join(", ")}`;
-  if (typeof policy === "string") {
-    if (policy !== "auto" && !isSimulatorName(policy))
-      throw new TerrariumError("INVALID_INPUT", `unknown simulator "${policy}" (${valid}, or auto)`);
-    return;
-  }
-  for (const [key, value] of Object.entries(policy)) {
-    if (!POLICY_KEYS.includes(key))
-      throw new TerrariumError(
-        "INVALID_INPUT",
-        `the policy has an unknown key "${key}" (valid keys: ${POLICY_KEYS.join(", ")})`,
-      );
-    const entries = key === "tools" ? Object.entries((value ?? {}) as object) : [[key, value]];
-    for (const [name, simulator] of entries)
-      if (!isSimulatorName(simulator))
-        throw new TerrariumError("INVALID_INPUT", `the policy sends ${name} to "${simulator}" (${valid})`);
-  }
-}
-
-function checkProxyUrl(value: string): void {
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:"))
-    throw new TerrariumError(
-      "INVALID_INPUT",
-      `--proxy "${value}" is not an http(s) base URL (for example https://api.example.com/v1)`,
-    );
-}
-
-function usesSimulator(policy: SimulatorPolicy, name: SimulatorName): boolean {
-  if (typeof policy === "string") return policy === name;
-  return (
-    [policy.read, policy.write, policy.unknown, policy.default].includes(name) ||
-    Object.values(policy.tools ?? {}).includes(name)
-  );
-}
-
-/** The simulator the policy names for a tool (as `Engine.simulatorFor` reads it), or auto. */
-function wantedSimulator(policy: SimulatorPolicy, tool: Tool): SimulatorName | "auto" {
-  if (typeof policy === "string") return policy;
-  return policy.tools?.[tool.name] ?? policy[tool.effect] ?? policy.default ?? "auto";
-}
-
-/** Every tool the policy sends somewhere can be answered there; otherwise one sentence per problem. */
-function checkPolicyCovers(
-  policy: SimulatorPolicy,
-  catalog: Catalog,
-  simulators: Simulator[],
-  hasModel: boolean,
-): void {
-  if (typeof policy === "object") {
-    const unknown = Object.keys(policy.tools ?? {}).filter((name) => !catalog.get(name));
-    if (unknown.length > 0) {
-      const name = unknown[0] as string;
-      const closest = catalog.closest(name);
-      throw new TerrariumError(
-        "INVALID_INPUT",
-        `the policy names "${name}", which is neither an effect (read, write, unknown, default) nor a tool${closest.length ? ` (closest tools: ${closest.join(", ")})` : ""}`,
-      );
-    }
-  }
-  const byName = new Map(simulators.map((simulator) => [simulator.name, simulator]));
-  const refused = new Map<SimulatorName, string[]>();
-  for (const tool of catalog.tools) {
-    const wanted = wantedSimulator(policy, tool);
-    if (wanted === "auto" || wanted === "schema") continue;
-    const ok = wanted === "llm" ? hasModel : (byName.get(wanted)?.handles(tool) ?? false);
-    if (!ok) refused.set(wanted, [...(refused.get(wanted) ?? []), tool.name]);
-  }
-  const problems: string[] = [];
-  for (const [name, toolNames] of refused) {
-    const listed =
-      toolNames.length > 4
-        ? `${toolNames.slice(0, 4).join(", ")} and ${toolNames.length - 4} more`
-        : toolNames.join(", ");
-    const why =
-      name === "llm"
-        ? "needs a model: pass --model, or set roles.simulator or roles.default in terrarium.config.yaml"
-        : name === "code"
-          ? "answers only the tools of an environment (serve a built-in name, a module or a descriptor)"
-          : "forwards only OpenAPI operations to a server: give --proxy <baseURL>, or tools whose document lists servers";
-    problems.push(`the policy sends ${listed} to the ${name} simulator, which ${why}`);
-  }
-  if (problems.length > 0)
-    throw new TerrariumError("INVALID_INPUT", `${problems.join("; ")} (policy: ${describePolicy(policy)})`);
 }
 
 /** API names by tool: the document's `info.title` and file name for files, the environment's name. */
@@ -419,7 +168,11 @@ export async function startServer(options: ServeOptions): Promise<{
     progress?: (progress: ShutdownProgress) => void;
   }) => Promise<ShutdownReport>;
 }> {
-  const { engine, environment, models, profile, apiNames, usage } = await buildEngine(options);
+  const built = await buildEngine(options);
+  const { engine, environment, models } = built;
+  const profile = serverProfile(built, options);
+  const apiNames = apiNamesOf(built.files, environment?.name);
+  const usage = usageEvents(built.ledger);
   // Bootstrapping and state updates use the simulator's model; their usage is filed under the session.
   const simulatorModels = profile.models.simulator ? models : undefined;
   const metrics = new ServerMetrics({ processMetrics: true });

@@ -1,4 +1,5 @@
 export { bootstrapState } from "./bootstrap.js";
+export { type BuiltEngine, buildEngine, type EngineSetup } from "./build-engine.js";
 export {
   type CallOutcome,
   Engine,
@@ -6,7 +7,13 @@ export {
   type SessionExport,
   type SimulatorPolicy,
 } from "./engine.js";
-export { SemanticValidator, type SemanticVerdict } from "./semantic.js";
+export { describePolicy } from "./policy.js";
+export {
+  type SemanticValidationStatus,
+  SemanticValidator,
+  type SemanticVerdict,
+  semanticValidationOf,
+} from "./semantic.js";
 export { type ParsedSessionExport, parseSessionExport } from "./session-export.js";
 export {
   CodeSimulator,

@@ -97,3 +97,23 @@ export class SemanticValidator {
 export function validatorModel(config: TerrariumConfig, role = "validator"): string | undefined {
   return config.roles[role] ?? config.roles.default;
 }
+
+/** Whether calls are checked by a model for semantic fit, and which model does it. */
+export interface SemanticValidationStatus {
+  enabled: boolean;
+  /** The model serving the validator role, or null. */
+  model: string | null;
+  /** Where the model comes from: `roles.validator`, or `roles.default` (which serves every role). */
+  source: "roles.validator" | "roles.default" | null;
+}
+
+/**
+ * The one place that decides whether semantic validation runs: the validator role is served like every
+ * other role, by `roles.validator` or else `roles.default`. `serve` builds its validator from this, its
+ * start-up banner prints it and /health reports it, so the three always agree.
+ */
+export function semanticValidationOf(config: TerrariumConfig): SemanticValidationStatus {
+  const model = validatorModel(config) ?? null;
+  if (!model) return { enabled: false, model: null, source: null };
+  return { enabled: true, model, source: config.roles.validator ? "roles.validator" : "roles.default" };
+}

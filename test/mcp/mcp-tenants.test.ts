@@ -5,9 +5,10 @@ import {
   McpHttpEndpoint,
   type McpSessionEnded,
 } from "../../src/mcp/server.js";
-import { buildEngine, createApp } from "../../src/server/index.js";
+import { createApp } from "../../src/server/index.js";
 import { QuotaGuard } from "../../src/server/quotas.js";
 import type { Engine } from "../../src/sim/engine.js";
+import { buildEngine } from "../../src/sim/index.js";
 
 /**
  * MCP tenants cannot starve each other: a token's live MCP sessions are capped well under the server's

@@ -4,7 +4,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadToolSources } from "../../src/mcp/index.js";
-import { buildEngine, createApp, startServer } from "../../src/server/index.js";
+import { createApp, startServer } from "../../src/server/index.js";
+import { buildEngine } from "../../src/sim/index.js";
 import { cli } from "../helpers/cli.js";
 
 /** Simulated tools over MCP, exercised with the official MCP client over stdio and streamable HTTP. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkMessage, idOfText, paramsError, readMessageText } from "../../src/mcp/messages.js";
-import { buildEngine, createApp } from "../../src/server/index.js";
+import { createApp } from "../../src/server/index.js";
+import { buildEngine } from "../../src/sim/index.js";
 import { type CliProcess, spawnCli } from "../helpers/cli.js";
 
 /**

@@ -10,8 +10,8 @@ import {
 import { MAX_AGENT_MESSAGE_CHARS } from "../../src/rl/openenv/server.js";
 import type { EpisodeEnd } from "../../src/rl/openenv/types.js";
 import { createEpisodeUser, type EpisodeUserFactory } from "../../src/rl/openenv/user.js";
-import { buildEngine } from "../../src/server/index.js";
 import type { Engine } from "../../src/sim/engine.js";
+import { buildEngine } from "../../src/sim/index.js";
 import {
   type ScriptedLlmServer,
   type ScriptStep,

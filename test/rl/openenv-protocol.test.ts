@@ -9,9 +9,9 @@ import {
   plainWorldSource,
 } from "../../src/rl/openenv/index.js";
 import type { Env } from "../../src/server/http.js";
-import { buildEngine } from "../../src/server/index.js";
 import { openEnvRoutes } from "../../src/server/openenv-routes.js";
 import type { Engine } from "../../src/sim/engine.js";
+import { buildEngine } from "../../src/sim/index.js";
 
 /** The OpenEnv protocol over the transport-independent layer: every message type and every error code. */
 let engine: Engine;

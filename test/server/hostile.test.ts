@@ -1,8 +1,8 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, startServer } from "../../src/server/index.js";
-import { buildEngine } from "../../src/server/start.js";
 import type { Engine } from "../../src/sim/engine.js";
+import { buildEngine } from "../../src/sim/index.js";
 import { toolFixture } from "../helpers/paths.js";
 
 /** Requests built to hurt: every one gets a 4xx that names the problem, and leaves no session behind. */

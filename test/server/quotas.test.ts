@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tool } from "../../src/catalog/tool.js";
 import { hashToken } from "../../src/core/token-hash.js";
-import { buildEngine, createApp } from "../../src/server/index.js";
+import { createApp } from "../../src/server/index.js";
 import { DEFAULT_TOKEN_QUOTAS, QuotaGuard, tokenQuotas } from "../../src/server/quotas.js";
 import { MemoryStore, PostgresStore, type Store } from "../../src/sessions/index.js";
 import { Engine } from "../../src/sim/engine.js";
+import { buildEngine } from "../../src/sim/index.js";
 import type { SimulationResult, Simulator } from "../../src/sim/types.js";
 import { postgresAvailable, scratchDatabase } from "../helpers/postgres.js";
 

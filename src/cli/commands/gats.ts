@@ -9,7 +9,7 @@ import { loadConfig, withCommandLineModel } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { formatCost, type UsageTotals } from "../../models/usage.js";
 import { describeWaiting, openRedisQueue } from "../../queue/index.js";
-import { buildEngine } from "../../server/start.js";
+import { buildEngine } from "../../sim/build-engine.js";
 import {
   type DatasetTaskOptions,
   type DatasetTaskResult,

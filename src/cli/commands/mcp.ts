@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { TerrariumError } from "../../core/errors.js";
 import { createMcpServer } from "../../mcp/server.js";
 import { DEFAULT_MAX_MESSAGE_BYTES, LineTransport } from "../../mcp/stdio.js";
-import { buildEngine } from "../../server/start.js";
+import { buildEngine } from "../../sim/build-engine.js";
 import { type CliIo, parsePositiveInteger } from "../io.js";
 import { describeLoad } from "./tools.js";
 

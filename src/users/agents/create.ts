@@ -1,5 +1,5 @@
 import { TerrariumError } from "../../core/errors.js";
-import { buildEngine } from "../../server/start.js";
+import { buildEngine } from "../../sim/build-engine.js";
 import type { Engine } from "../../sim/engine.js";
 import { HttpTarget, TerrariumServerClient } from "./http.js";
 import { loadHttpConfig } from "./http-config.js";

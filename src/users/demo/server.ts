@@ -8,7 +8,7 @@ import { hashToken } from "../../core/token-hash.js";
 import { loadConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
 import { readLimited } from "../../server/http.js";
-import { buildEngine } from "../../server/start.js";
+import { buildEngine } from "../../sim/build-engine.js";
 import type { Engine } from "../../sim/engine.js";
 import { PlannerTarget } from "../agents/planner.js";
 import { DEFAULT_MAX_TOOL_STEPS, DEFAULT_TIMEOUT_MS } from "../agents/shared.js";

@@ -153,7 +153,7 @@ export class UserToolFactory {
     const key = JSON.stringify(sources);
     let engine = this.engines.get(key);
     if (!engine) {
-      const { buildEngine } = await import("../../server/start.js");
+      const { buildEngine } = await import("../../sim/build-engine.js");
       engine = buildEngine({
         sources,
         ...(this.options.models ? { models: this.options.models } : {}),

@@ -7,7 +7,7 @@ import { canonicalJson } from "../../core/canonical-json.js";
 import { TerrariumError } from "../../core/errors.js";
 import { parseConfig } from "../../models/config.js";
 import { Models } from "../../models/hub.js";
-import { buildEngine } from "../../server/start.js";
+import { buildEngine } from "../../sim/build-engine.js";
 import type { Engine } from "../../sim/engine.js";
 import { createAgentTarget } from "../agents/create.js";
 import { loadModuleAgent } from "../agents/module.js";
