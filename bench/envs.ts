@@ -7,11 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Catalog } from "../src/catalog/index.js";
 import { readDocument } from "../src/catalog/read-document.js";
-import { isoTime, ManualClock } from "../src/core/clock.js";
-import { createIdGenerator } from "../src/core/ids.js";
+import { ManualClock } from "../src/core/clock.js";
 import { createRandom } from "../src/core/random.js";
 import { bankDefinition } from "../src/envs/corpus/bank.js";
-import { SEEDED_CLOCK_START, ToolFailure } from "../src/envs/define.js";
+import { failTool, SEEDED_CLOCK_START, toolSources } from "../src/envs/define.js";
 import {
   BUILTIN_ENVIRONMENTS,
   defineSandboxedEnvironment,
@@ -63,19 +62,12 @@ export async function benchEnvs(): Promise<BenchResult> {
   if (!transferRun) throw new Error("the bank's transfer tool has no implementation to run");
   const plainInitial = JSON.stringify(await bank.initialState());
   let plainState = JSON.parse(plainInitial);
-  const random = createRandom(1);
-  const ids = createIdGenerator(random.derive("ids"));
-  const clock = new ManualClock(SEEDED_CLOCK_START, 1000);
+  // The sources a step's tool gets (define.ts), from a seeded random and clock.
   const context = {
     state: plainState,
     args: transfer.arguments,
-    clock,
-    now: () => isoTime(clock.now()),
-    random,
-    ids,
-    fail: (message: string, details?: Record<string, unknown>): never => {
-      throw new ToolFailure(message, details);
-    },
+    ...toolSources(createRandom(1), new ManualClock(SEEDED_CLOCK_START, 1000)),
+    fail: failTool,
   };
   let runs = 0;
   const runOnPlainState = () => {

@@ -147,7 +147,7 @@ function startOf<S>(options: CreateOptions, initial: () => S): { state: S; rando
 }
 
 /** A tool's `fail`: the same function for every step of every instance. */
-function fail(message: string, details?: Record<string, unknown>): never {
+export function failTool(message: string, details?: Record<string, unknown>): never {
   throw new ToolFailure(message, details);
 }
 
@@ -158,14 +158,14 @@ function fail(message: string, details?: Record<string, unknown>): never {
  * start's sources, or a call's ids and times would depend on timing and replays would differ. A new
  * `ids` object per start also keeps what the sandbox keeps by generator (ids drawn ahead, unused) to its start.
  */
-interface Sources {
+export interface ToolSources {
   random: Random;
   clock: Clock;
   ids: IdGenerator;
   now: () => string;
 }
 
-function sourcesOf(random: Random, clock: Clock): Sources {
+export function toolSources(random: Random, clock: Clock): ToolSources {
   // Made on first use: most steps draw no id.
   let generator: IdGenerator | undefined;
   const ids = () => {
@@ -183,7 +183,7 @@ function sourcesOf(random: Random, clock: Clock): Sources {
 class TypeScriptInstance<S> implements RestartableInstance {
   private forks = 0;
   /** The parts of a tool's context that stay the same from step to step (until a restart). */
-  private sources: Sources;
+  private sources: ToolSources;
 
   constructor(
     readonly environment: Environment,
@@ -195,7 +195,7 @@ class TypeScriptInstance<S> implements RestartableInstance {
     clock: Clock,
     private readonly initial: () => S,
   ) {
-    this.sources = sourcesOf(random, clock);
+    this.sources = toolSources(random, clock);
   }
 
   /**
@@ -223,7 +223,7 @@ class TypeScriptInstance<S> implements RestartableInstance {
         now,
         random,
         ids,
-        fail,
+        fail: failTool,
       });
       // Read the observation while the draft is alive: it may hold parts of the draft.
       const observation = observationOf(result instanceof Promise ? await result : result);
@@ -251,7 +251,7 @@ class TypeScriptInstance<S> implements RestartableInstance {
   restart(options: CreateOptions): void {
     const { state, random, clock } = startOf(options, this.initial);
     this.current = state;
-    this.sources = sourcesOf(random, clock);
+    this.sources = toolSources(random, clock);
     this.forks = 0;
   }
 
