@@ -9,6 +9,7 @@ import type { WasmMemory } from "../../src/envs/sandbox/heap.js";
 import type { SandboxPool } from "../../src/envs/sandbox/pool.js";
 import { defineSandboxedEnvironment } from "../../src/envs/sandbox/quickjs.js";
 import { DerivedSnapshot, HeapSnapshot } from "../../src/envs/sandbox/snapshot.js";
+import { runOnPlainCopy } from "../helpers/sandbox-reference.js";
 
 /** WebAssembly.Memory (the project's type libraries do not declare WebAssembly). */
 const MemoryClass = (
@@ -235,21 +236,6 @@ const TOOLS: Record<string, string> = {
     "(ctx) => { ctx.state.items.a.m = 1; ctx.state.items.b.n = 4; ctx.state.items['2'].n = 5; }",
 };
 
-function reference(code: string, state: unknown): { state: string; observation: string } {
-  const run = new Function(`"use strict"; return (${code});`)() as (ctx: { state: unknown }) => unknown;
-  const before = JSON.parse(JSON.stringify(state)) as Record<string, unknown>;
-  const ctx = { state: JSON.parse(JSON.stringify(state)) as unknown, args: {} };
-  const observation = run(ctx);
-  const after = JSON.parse(JSON.stringify(ctx.state)) as Record<string, unknown>;
-  // Top-level keys that were there keep their places; new ones follow (as sandboxed tools always did).
-  const merged: Record<string, unknown> = {};
-  const put = (key: string, value: unknown) =>
-    Object.defineProperty(merged, key, { value, enumerable: true, writable: true, configurable: true });
-  for (const key of Object.keys(before)) if (Object.hasOwn(after, key)) put(key, after[key]);
-  for (const key of Object.keys(after)) if (!Object.hasOwn(before, key)) put(key, after[key]);
-  return { state: JSON.stringify(merged), observation: JSON.stringify(observation ?? null) };
-}
-
 describe("sandbox guest: the lazy draft's direct writes", () => {
   const environment = defineSandboxedEnvironment({
     kind: "quickjs",
@@ -267,7 +253,7 @@ describe("sandbox guest: the lazy draft's direct writes", () => {
     it(`gives the state and the result plain objects give: ${name}`, async () => {
       const instance = await environment.create({ seed: 1 });
       const transition = await instance.step({ name });
-      const expected = reference(code, INITIAL);
+      const expected = runOnPlainCopy(code, INITIAL);
       expect(transition.success, JSON.stringify(transition.observation)).toBe(true);
       expect(JSON.stringify(transition.after)).toBe(expected.state);
       expect(JSON.stringify(transition.observation)).toBe(expected.observation);

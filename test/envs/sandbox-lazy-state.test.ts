@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineSandboxedEnvironment, type SandboxedToolDescriptor } from "../../src/envs/sandbox/quickjs.js";
+import { runOnPlainCopy } from "../helpers/sandbox-reference.js";
 
 /**
  * A sandboxed tool sees the state as a lazy draft (prelude.ts): parts are read from the worker when the
@@ -55,25 +56,6 @@ const TOOLS: Record<string, string> = {
   set_prototype: "(ctx) => { Object.setPrototypeOf(ctx.state.items.a, null); ctx.state.items.a.p = 1; }",
 };
 
-/**
- * The tool run on a plain JSON copy of the state in this thread: what the sandbox must match. As sandboxed
- * tools always did, the new state's top-level keys that were there before keep their places (the new state
- * is merged into the old one there), new ones follow; below the top level the order is the tool's.
- */
-function reference(code: string, state: unknown): { state: string; observation: string } {
-  const tool = new Function(`"use strict"; return (${code});`)() as (ctx: { state: unknown }) => unknown;
-  const before = JSON.parse(JSON.stringify(state)) as Record<string, unknown>;
-  const ctx = { state: JSON.parse(JSON.stringify(state)) as unknown, args: {} };
-  const observation = tool(ctx);
-  const after = JSON.parse(JSON.stringify(ctx.state)) as Record<string, unknown>;
-  const merged: Record<string, unknown> = {};
-  const put = (key: string, value: unknown) =>
-    Object.defineProperty(merged, key, { value, enumerable: true, writable: true, configurable: true });
-  for (const key of Object.keys(before)) if (Object.hasOwn(after, key)) put(key, after[key]);
-  for (const key of Object.keys(after)) if (!Object.hasOwn(before, key)) put(key, after[key]);
-  return { state: JSON.stringify(merged), observation: JSON.stringify(observation ?? null) };
-}
-
 describe("sandbox: the lazy state draft", () => {
   const tools: SandboxedToolDescriptor[] = Object.entries(TOOLS).map(([name, code]) => ({
     name,
@@ -94,7 +76,7 @@ describe("sandbox: the lazy state draft", () => {
       const instance = await environment.create({ seed: 1 });
       const before = await instance.state();
       const transition = await instance.step({ name });
-      const expected = reference(code, before);
+      const expected = runOnPlainCopy(code, before);
       expect(transition.success, JSON.stringify(transition.observation)).toBe(true);
       expect(JSON.stringify(transition.after)).toBe(expected.state);
       expect(JSON.stringify(transition.observation)).toBe(expected.observation);
