@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
@@ -24,3 +24,23 @@ export const counterStep = (n: number): Omit<HistoryEntry, "index" | "snapshot">
   result: { status: "ok", observation: { n }, changes: [], errors: [] },
   simulator: "code",
 });
+
+/** A session record for store tests. */
+export const sessionRecordOf = (id: string) => ({ id, createdAt: "2025-01-01T00:00:00.000Z", seed: "x" });
+
+/** A history entry of about a kilobyte, as a bank transfer's is: for tests of how the log grows. */
+export const kilobyteStep = (n: number): Omit<HistoryEntry, "index" | "snapshot"> => ({
+  at: "2025-01-01T00:00:01.000Z",
+  request: { name: "transfer", arguments: { n } },
+  result: { status: "ok", observation: { note: "x".repeat(900), n }, changes: [], errors: [] },
+  simulator: "code",
+});
+
+/** The size of a SQLite file's write-ahead log (0 while there is none). */
+export function walBytes(file: string): number {
+  try {
+    return statSync(`${file}-wal`).size;
+  } catch {
+    return 0;
+  }
+}

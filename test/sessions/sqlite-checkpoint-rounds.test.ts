@@ -1,29 +1,20 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Worker } from "node:worker_threads";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/sessions/index.js";
+import { kilobyteStep, scratchSqliteFiles, sessionRecordOf, walBytes } from "../helpers/sqlite-files.js";
 
 /**
  * The checkpointing thread is asked for one round at a time: a round asked while the last one still runs
  * would queue behind it, and the writer's finish after that last round would find the thread busy with
  * the queued one and copy nothing, so under fast writes the log kept growing.
  */
-const dir = mkdtempSync(join(tmpdir(), "terrarium-rounds-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const record = (id: string) => ({ id, createdAt: "2025-01-01T00:00:00.000Z", seed: "x" });
-const entry = (n: number) => ({
-  at: "2025-01-01T00:00:01.000Z",
-  request: { name: "transfer", arguments: { n } },
-  result: { status: "ok" as const, observation: { note: "x".repeat(900), n }, changes: [], errors: [] },
-  simulator: "code",
-});
+const scratchFile = scratchSqliteFiles("terrarium-rounds-");
+const record = sessionRecordOf;
+const entry = kilobyteStep;
 
 describe("SQLite store: the checkpointing thread's rounds", () => {
   it("never has more than one round outstanding, and the log stays bounded under fast writes", async () => {
-    const file = join(dir, "rounds.sqlite");
+    const file = scratchFile();
     const store = new SqliteStore(file);
     await store.createSession(record("s"), { count: 0 });
     const internals = store as unknown as { checkpointer: Worker | undefined };
@@ -53,11 +44,7 @@ describe("SQLite store: the checkpointing thread's rounds", () => {
           outstanding--;
         });
       }
-      try {
-        largest = Math.max(largest, statSync(`${file}-wal`).size);
-      } catch {
-        // no log yet
-      }
+      largest = Math.max(largest, walBytes(file));
     }
     expect(watched).toBeDefined();
     expect(most).toBe(1);

@@ -1,43 +1,25 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Worker } from "node:worker_threads";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/sessions/index.js";
+import { kilobyteStep, scratchSqliteFiles, sessionRecordOf, walBytes } from "../helpers/sqlite-files.js";
 
 /**
  * A busy SQLite store checkpoints its WAL on a thread of its own (sqlite-store.ts): the log must stay
  * bounded, every write must read back (after a reopen too), closing must end the thread, and if the
  * thread dies the writer checkpoints by itself again.
  */
-const dir = mkdtempSync(join(tmpdir(), "terrarium-checkpointer-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const record = (id: string) => ({ id, createdAt: "2025-01-01T00:00:00.000Z", seed: "x" });
-const entry = (n: number) => ({
-  at: "2025-01-01T00:00:01.000Z",
-  request: { name: "transfer", arguments: { n } },
-  // About a kilobyte, as a bank transfer's entry is.
-  result: { status: "ok" as const, observation: { note: "x".repeat(900), n }, changes: [], errors: [] },
-  simulator: "code",
-});
+const scratchFile = scratchSqliteFiles("terrarium-checkpointer-");
+const record = sessionRecordOf;
+const entry = kilobyteStep;
 
 interface Internals {
   checkpointer: Worker | undefined;
   db: { pragma: (text: string, options?: { simple: boolean }) => unknown };
 }
 
-const walBytes = (file: string) => {
-  try {
-    return statSync(`${file}-wal`).size;
-  } catch {
-    return 0;
-  }
-};
-
 describe("SQLite store WAL checkpoints", () => {
   it("keeps the log bounded from a thread of its own, and every write reads back after a reopen", async () => {
-    const file = join(dir, "busy.sqlite");
+    const file = scratchFile();
     const store = new SqliteStore(file);
     await store.createSession(record("s"), { count: 0 });
     let largest = 0;
@@ -65,7 +47,7 @@ describe("SQLite store WAL checkpoints", () => {
   });
 
   it("checkpoints by itself again when the thread is gone", async () => {
-    const file = join(dir, "orphan.sqlite");
+    const file = scratchFile();
     const store = new SqliteStore(file);
     await store.createSession(record("s"), { count: 0 });
     for (let n = 1; n <= 200; n++) await store.appendStep("s", entry(n));
